@@ -97,7 +97,7 @@ struct Group {
   std::vector<std::string> locations;  // resolved: all configured locations if not given
   Site primary;
   Site secondary;
-  core::Policy policy;  // fully resolved (dependent defaults filled in)
+  core::Policy policy;                     // fully resolved (dependent defaults filled in)
   std::array<std::vector<Step>, 4> steps;  // indexed by core::Phase
   SourcePos pos;
   const std::vector<Step>& steps_for(core::Phase p) const { return steps[static_cast<int>(p)]; }
