@@ -99,12 +99,14 @@ ActionRequest start_plan(GroupState& s, Phase phase, Initiator who, Instant now)
   return a;
 }
 
-ActionRequest simple_action(const GroupState& s, Phase phase, Initiator who) {
+// Warm and cool plans are fire-and-forget, but get an id too so their steps are recorded apart.
+ActionRequest simple_action(GroupState& s, Phase phase, Initiator who) {
   ActionRequest a;
   a.phase = phase;
+  a.plan_id = s.next_plan_id++;
   a.initiator = who;
-  a.from = Site::primary;
-  a.to = Site::primary;
+  a.from = s.active;
+  a.to = Site::secondary;  // the site being warmed or cooled
   a.term = s.term;
   return a;
 }

@@ -72,7 +72,7 @@ struct PlanResult {
 // A request to run the steps of one phase. The daemon executes it outside the engine.
 struct ActionRequest {
   Phase phase;
-  uint64_t plan_id = 0;  // 0 for warm/cool (fire-and-forget plans)
+  uint64_t plan_id = 0;  // unique per group; warm/cool plans are fire-and-forget
   Initiator initiator = Initiator::automatic;
   Site from = Site::primary;
   Site to = Site::secondary;

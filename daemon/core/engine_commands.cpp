@@ -112,7 +112,10 @@ Decision apply_command(const GroupState& state, const CommandInput& in, const Po
         d.next.secondary_warm = true;
         ActionRequest warm;
         warm.phase = Phase::warm;
+        warm.plan_id = d.next.next_plan_id++;
         warm.initiator = Initiator::operator_;
+        warm.from = state.active;
+        warm.to = Site::secondary;
         warm.term = state.term;
         d.actions.push_back(warm);
       }

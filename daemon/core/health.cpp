@@ -30,33 +30,39 @@ HealthBoard::HealthBoard(std::vector<std::string> locations,
     : locations_(std::move(locations)) {
   probes_[0] = std::move(primary_probes);
   probes_[1] = std::move(secondary_probes);
+  for (size_t i = 0; i < locations_.size(); ++i) location_index_.emplace(locations_[i], i);
+  for (int s = 0; s < 2; ++s) {
+    for (size_t i = 0; i < probes_[s].size(); ++i) probe_index_[s].emplace(probes_[s][i], i);
+    latest_[s].resize(locations_.size() * probes_[s].size());
+  }
 }
 
 void HealthBoard::record(const Observation& o) {
-  auto key = std::make_tuple(static_cast<int>(o.site), o.location, o.probe);
-  auto it = latest_.find(key);
-  if (it == latest_.end()) {
-    latest_.emplace(key, Latest{o.at, o.ok});
-  } else if (o.at >= it->second.at) {
-    it->second = Latest{o.at, o.ok};
-  }
+  const int s = static_cast<int>(o.site);
+  auto loc = location_index_.find(o.location);
+  if (loc == location_index_.end()) return;
+  auto probe = probe_index_[s].find(o.probe);
+  if (probe == probe_index_[s].end()) return;
+  Latest& l = slot(s, loc->second, probe->second);
+  if (!l.seen || o.at >= l.at) l = Latest{o.at, o.ok, true};
 }
 
 SiteHealth HealthBoard::health(Site site, Instant now, const Policy& policy) const {
   SiteHealth h;
   h.configured = static_cast<int>(locations_.size());
   const int s = static_cast<int>(site);
-  for (const auto& loc : locations_) {
+  h.locations.reserve(locations_.size());
+  for (size_t li = 0; li < locations_.size(); ++li) {
     LocationView view;
-    view.location = loc;
+    view.location = locations_[li];
     int fresh_ok = 0, fresh_fail = 0, total = 0;
-    for (const auto& probe : probes_[s]) {
+    for (size_t pi = 0; pi < probes_[s].size(); ++pi) {
       ++total;
-      auto it = latest_.find(std::make_tuple(s, loc, probe));
-      if (it == latest_.end()) continue;
-      if (!view.last_result || it->second.at > *view.last_result) view.last_result = it->second.at;
-      if (now - it->second.at > policy.stale_after) continue;
-      (it->second.ok ? fresh_ok : fresh_fail)++;
+      const Latest& l = slot(s, li, pi);
+      if (!l.seen) continue;
+      if (!view.last_result || l.at > *view.last_result) view.last_result = l.at;
+      if (now - l.at > policy.stale_after) continue;
+      (l.ok ? fresh_ok : fresh_fail)++;
     }
     if (policy.require == Require::all) {
       if (fresh_fail > 0)

@@ -2,10 +2,9 @@
 // freshness, and the share of reporting locations that see the site healthy. Pure.
 #pragma once
 
-#include <map>
 #include <optional>
 #include <string>
-#include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "types.hpp"
@@ -54,12 +53,22 @@ class HealthBoard {
 
  private:
   struct Latest {
-    Instant at;
-    bool ok;
+    Instant at{};
+    bool ok = false;
+    bool seen = false;
   };
+  // Dense [site][location][probe] table: record() is two hash lookups, health() none.
+  Latest& slot(int site, size_t loc, size_t probe) {
+    return latest_[site][loc * probes_[site].size() + probe];
+  }
+  const Latest& slot(int site, size_t loc, size_t probe) const {
+    return latest_[site][loc * probes_[site].size() + probe];
+  }
   std::vector<std::string> locations_;
   std::vector<std::string> probes_[2];
-  std::map<std::tuple<int, std::string, std::string>, Latest> latest_;
+  std::unordered_map<std::string, size_t> location_index_;
+  std::unordered_map<std::string, size_t> probe_index_[2];
+  std::vector<Latest> latest_[2];
 };
 
 }  // namespace fo::core

@@ -124,6 +124,8 @@ std::string format_duration(Millis d) {
   }
   const std::pair<int64_t, const char*> units[] = {
       {86'400'000, "d"}, {3'600'000, "h"}, {60'000, "m"}, {1000, "s"}, {1, "ms"}};
+  // Sub-second detail only matters for sub-second durations.
+  if (ms >= 1000) ms -= ms % 1000;
   for (const auto& [size, name] : units) {
     if (ms >= size) {
       out += std::to_string(ms / size) + name;

@@ -358,7 +358,7 @@ TEST_CASE("operator commands") {
     // Never two plans at once.
     Decision again = apply_command(d.next, c, policy());
     CHECK_FALSE(again.accepted);
-    CHECK(again.reason == "plan 1 (failover) is in progress");
+    CHECK(again.reason == "plan 2 (failover) is in progress");
   }
   SECTION("operator failover while held keeps the hold") {
     GroupState h = in_state(State::held, Site::primary, true);

@@ -43,4 +43,5 @@ TEST_CASE("durations format readably") {
   CHECK(format_duration(45min) == "45m");
   CHECK(format_duration(3h + 5s) == "3h5s");
   CHECK(format_duration(-2s) == "-2s");
+  CHECK(format_duration(2080ms) == "2s");
 }

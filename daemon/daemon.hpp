@@ -1,0 +1,90 @@
+// The running daemon: wires the event loop, probes, decision engine, plan executor, store and
+// control socket together. All of it runs on one sd-event loop thread; only the store writes on
+// its own thread. The engine is called with snapshots and returns decisions; this class carries
+// them out (records, logs, runs plans) and never decides anything itself.
+#pragma once
+
+#include <systemd/sd-event.h>
+
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+
+#include <nlohmann/json.hpp>
+
+#include "actions/exec/exec_runner.hpp"
+#include "actions/executor.hpp"
+#include "daemon/config/config.hpp"
+#include "daemon/control/server.hpp"
+#include "daemon/core/engine.hpp"
+#include "daemon/platform/curl_multi.hpp"
+#include "daemon/platform/event.hpp"
+#include "daemon/store/store.hpp"
+#include "probes/http/http_probe.hpp"
+
+namespace fo {
+
+struct DaemonOptions {
+  std::string config_path;
+  // Retry policy of plan steps; tests shorten it.
+  actions::RetryPolicy retry;
+};
+
+class Daemon {
+ public:
+  // Loads nothing itself: the caller passes a validated config. Opens the store and the
+  // control socket; throws std::runtime_error with a clear message when that fails.
+  Daemon(DaemonOptions options, config::Config config);
+  ~Daemon();
+  Daemon(const Daemon&) = delete;
+  Daemon& operator=(const Daemon&) = delete;
+
+  // Runs the loop until SIGTERM/SIGINT. Returns the process exit code.
+  int run();
+
+ private:
+  struct Group;
+  struct PlanRun;
+
+  void add_group(const config::Group& cfg, const std::map<std::string, std::string>& saved);
+  void schedule_round(Group& g, core::Millis delay);
+  void start_round(Group& g);
+  void finish_round(Group& g);
+  void apply(Group& g, const core::Decision& d, std::optional<uint32_t> uid);
+  void enqueue(Group& g, const core::ActionRequest& a);
+  void run_next_plan(Group& g);
+  void plan_done(Group& g, const actions::PlanOutcome& outcome);
+  void save_state(Group& g);
+  void update_status();
+  void reload();
+  void shutdown();
+
+  nlohmann::json handle(const control::Request& r);
+  nlohmann::json handle_status();
+  nlohmann::json handle_history(const nlohmann::json& args);
+  nlohmann::json handle_plan(const nlohmann::json& args);
+  nlohmann::json handle_command(const control::Request& r, core::Command c);
+  bool may_change(const control::Peer& peer) const;
+
+  core::Instant now() const;
+
+  DaemonOptions options_;
+  config::Config config_;
+  platform::EventPtr event_;
+  std::unique_ptr<store::Store> store_;
+  std::unique_ptr<platform::CurlMulti> curl_;
+  std::unique_ptr<probes::HttpProber> http_;
+  std::unique_ptr<actions::ExecRunner> exec_;
+  std::map<std::string, std::unique_ptr<Group>> groups_;
+  std::unique_ptr<control::ControlServer> control_;
+  platform::SourcePtr sigterm_, sigint_, sighup_;
+  bool ready_sent_ = false;
+  bool stopping_ = false;
+  core::Instant started_{};
+  uint64_t generation_ = 0;  // round counter; results of an abandoned round are dropped
+};
+
+}  // namespace fo
