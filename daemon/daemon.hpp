@@ -31,6 +31,8 @@ struct DaemonOptions {
   std::string config_path;
   // Retry policy of plan steps; tests shorten it.
   actions::RetryPolicy retry;
+  // Enables the debug_stall control command (blocks the loop; for watchdog tests only).
+  bool debug_commands = false;
 };
 
 class Daemon {
@@ -63,6 +65,7 @@ class Daemon {
   void shutdown();
 
   nlohmann::json handle(const control::Request& r);
+  nlohmann::json dispatch(const control::Request& r);
   nlohmann::json handle_status();
   nlohmann::json handle_history(const nlohmann::json& args);
   nlohmann::json handle_plan(const nlohmann::json& args);

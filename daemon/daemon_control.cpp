@@ -6,7 +6,9 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <ctime>
 #include <limits>
+#include <thread>
 #include <vector>
 
 #include "daemon/control/protocol.hpp"
@@ -75,6 +77,39 @@ bool arg(const json& args, const char* key, T& out, std::string& error) {
   }
 }
 
+// Every point in time "<name>_ms" gets an ISO-8601 twin "<name>" (docs/control-protocol.md).
+bool is_time_key(const std::string& k) {
+  return k == "ts_ms" || k == "since_ms" || k == "started_ms" || k == "ended_ms" || k == "last_ms";
+}
+
+void add_iso_times(json& j) {
+  if (j.is_array()) {
+    for (auto& e : j) add_iso_times(e);
+    return;
+  }
+  if (!j.is_object()) return;
+  std::vector<std::pair<std::string, json>> twins;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string& k = it.key();
+    if (is_time_key(k) && it->is_number_integer() && it->get<int64_t>() > 0) {
+      const int64_t ms = it->get<int64_t>();
+      std::time_t secs = static_cast<std::time_t>(ms / 1000);
+      std::tm tm{};
+      gmtime_r(&secs, &tm);
+      char buf[96];
+      std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+                    tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, int(ms % 1000));
+      twins.emplace_back(k.substr(0, k.size() - 3), buf);
+    } else if (is_time_key(k) && it->is_null()) {
+      twins.emplace_back(k.substr(0, k.size() - 3), nullptr);
+    } else {
+      add_iso_times(*it);
+    }
+  }
+  for (auto& [k, v] : twins)
+    if (!j.contains(k)) j[k] = std::move(v);
+}
+
 }  // namespace
 
 bool Daemon::may_change(const control::Peer& peer) const {
@@ -97,6 +132,12 @@ bool Daemon::may_change(const control::Peer& peer) const {
 }
 
 json Daemon::handle(const control::Request& r) {
+  json out = dispatch(r);
+  if (out.contains("arguments")) add_iso_times(out["arguments"]);
+  return out;
+}
+
+json Daemon::dispatch(const control::Request& r) {
   try {
     if (r.command == "status") return handle_status();
     if (r.command == "history") return handle_history(r.arguments);
@@ -109,6 +150,17 @@ json Daemon::handle(const control::Request& r) {
     if (r.command == "failback") return handle_command(r, core::Command::failback);
     if (r.command == "hold") return handle_command(r, core::Command::hold);
     if (r.command == "release") return handle_command(r, core::Command::release);
+    if (r.command == "debug_stall" && options_.debug_commands) {
+      // Deliberately blocks the loop: probes, rounds and watchdog pings all stop meanwhile.
+      if (!may_change(r.peer)) return control::reply(control::kResultDenied, "permission denied");
+      int64_t ms = 0;
+      std::string error;
+      if (!arg(r.arguments, "ms", ms, error) || ms < 0 || ms > 60000)
+        return control::reply(control::kResultBadRequest, "ms must be 0..60000");
+      spdlog::warn("control: debug_stall: blocking the event loop for {} ms", ms);
+      std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+      return control::reply(control::kResultSuccess, "stalled for " + std::to_string(ms) + " ms");
+    }
   } catch (const std::exception& e) {
     spdlog::error("control: {} failed: {}", r.command, e.what());
     return control::reply(control::kResultError, r.command + " failed: " + e.what());

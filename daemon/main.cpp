@@ -35,12 +35,14 @@ int main(int argc, char** argv) {
   CLI::App app{"failoverd: active/passive failover orchestrator"};
   std::string config_path = kDefaultConfig;
   std::string log_level;
-  bool check = false, version = false;
+  bool check = false, version = false, debug_commands = false;
   app.add_option("-c,--config", config_path, "configuration file")->capture_default_str();
   app.add_flag("--check-config", check, "validate the configuration and exit 0 (valid) or 1");
   app.add_flag("--version", version, "print the version and exit");
   app.add_option("--log-level", log_level, "debug, info, warn or error (overrides the config)")
       ->check(CLI::IsMember({"debug", "info", "warn", "error"}));
+  app.add_flag("--debug-commands", debug_commands, "enable debug control commands (tests only)")
+      ->group("");  // hidden
   CLI11_PARSE(app, argc, argv);
 
   if (version) {
@@ -63,6 +65,7 @@ int main(int argc, char** argv) {
   try {
     fo::DaemonOptions options;
     options.config_path = config_path;
+    options.debug_commands = debug_commands;
     fo::Daemon daemon(options, std::move(cfg));
     return daemon.run();
   } catch (const std::exception& e) {

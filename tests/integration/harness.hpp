@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -19,6 +20,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -75,8 +77,9 @@ inline bool wait_until(const std::function<bool()>& pred, std::chrono::milliseco
 // A child process; killed (SIGKILL) and reaped when the object goes away.
 class Process {
  public:
+  // stdout goes to output_file; stderr too, unless error_file is given.
   Process(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
-          const std::string& output_file) {
+          const std::string& output_file, const std::string& error_file = "") {
     std::vector<std::string> envs;
     for (char** e = environ; *e; ++e) {
       std::string kv(*e);
@@ -93,7 +96,11 @@ class Process {
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_addopen(&fa, 1, output_file.c_str(), O_WRONLY | O_CREAT | O_APPEND,
                                      0644);
-    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    if (error_file.empty())
+      posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    else
+      posix_spawn_file_actions_addopen(&fa, 2, error_file.c_str(), O_WRONLY | O_CREAT | O_APPEND,
+                                       0644);
     posix_spawnattr_t at;
     posix_spawnattr_init(&at);
     sigset_t none;
@@ -137,7 +144,8 @@ class Process {
 
 struct RunResult {
   int exit_code = -1;
-  std::string out;
+  std::string out;  // stdout
+  std::string err;  // stderr
 };
 
 // Runs a command to completion (bounded), capturing stdout and stderr together.
@@ -148,10 +156,11 @@ inline RunResult run(const std::vector<std::string>& argv, const TempDir& dir,
       dir / ("run-" + std::to_string(getpid()) + "-" + std::to_string(++n) + ".out");
   RunResult r;
   {
-    Process p(argv, {}, out);
+    Process p(argv, {}, out, out + ".err");
     r.exit_code = p.wait(timeout);
   }
   r.out = read_file(out);
+  r.err = read_file(out + ".err");
   return r;
 }
 
@@ -191,6 +200,44 @@ class NotifySocket {
  private:
   std::string path_;
   int fd_ = -1;
+};
+
+// Like NotifySocket, but a thread receives continuously and stamps each datagram on arrival,
+// so tests can measure the gaps between watchdog pings.
+class TimedNotifySocket {
+ public:
+  using Clock = std::chrono::steady_clock;
+  explicit TimedNotifySocket(const std::string& path) : sock_(path) {
+    thread_ = std::thread([this] {
+      while (!stop_) {
+        std::this_thread::sleep_for(5ms);
+        sock_.drain();
+        std::lock_guard lock(mu_);
+        for (; seen_ < sock_.messages.size(); ++seen_)
+          stamped_.push_back({Clock::now(), sock_.messages[seen_]});
+      }
+    });
+  }
+  ~TimedNotifySocket() {
+    stop_ = true;
+    thread_.join();
+  }
+  std::vector<Clock::time_point> times_of(const std::string& needle) {
+    std::lock_guard lock(mu_);
+    std::vector<Clock::time_point> out;
+    for (const auto& [t, m] : stamped_)
+      if (m.find(needle) != std::string::npos) out.push_back(t);
+    return out;
+  }
+  const std::string& path() const { return sock_.path(); }
+
+ private:
+  NotifySocket sock_;
+  std::mutex mu_;
+  size_t seen_ = 0;
+  std::vector<std::pair<Clock::time_point, std::string>> stamped_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
 };
 
 }  // namespace fo::test

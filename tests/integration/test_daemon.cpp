@@ -6,6 +6,8 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "daemon/control/client.hpp"
+#include "daemon/control/protocol.hpp"
 #include "tests/integration/harness.hpp"
 #include "tests/probes/test_http_server.hpp"
 
@@ -121,11 +123,14 @@ TEST_CASE("failoverd fails over when the primary stops, runs the steps in order,
   write_file(dir / "failoverd.toml", config_text(dir, sites.primary_port, sites.secondary_port));
   NotifySocket notify(dir / "notify.sock");
   Process daemon({FAILOVERD_BIN, "--config", dir / "failoverd.toml"},
-                 {{"NOTIFY_SOCKET", notify.path()}}, dir / "daemon.log");
+                 {{"NOTIFY_SOCKET", notify.path()}, {"WATCHDOG_USEC", "400000"}},
+                 dir / "daemon.log");
 
   // READY=1 comes once the config is loaded and the first round is in, with a STATUS line.
   REQUIRE(wait_until([&] { return notify.saw("READY=1"); }, 10s));
   CHECK(notify.saw("STATUS=shop: primary_active (primary 1/1, secondary 1/1)"));
+  // sd-event pings the watchdog at about half of WATCHDOG_USEC while the loop turns.
+  CHECK(wait_until([&] { return notify.saw("WATCHDOG=1"); }, 2s));
   REQUIRE(wait_until([&] { return state_is(dir, "primary_active"); }, 5s));
   json g = group_status(dir);
   CHECK(g["active"] == "primary");
@@ -269,11 +274,48 @@ TEST_CASE("failoverd --check-config names file:line:column and has no side effec
                       "\"\n[[group]]\nname = \"x\"\ninterval = \"soon\"\n");
   RunResult r = run({FAILOVERD_BIN, "--check-config", "--config", cfg}, dir);
   CHECK(r.exit_code == 1);
-  CHECK(r.out.find(cfg + ":5:12:") != std::string::npos);
+  CHECK(r.err.find(cfg + ":5:12:") != std::string::npos);
   CHECK_FALSE(std::filesystem::exists(dir / "never.db"));
   RunResult ok = run({FAILOVERD_BIN, "--check-config", "--config", EXAMPLE_CONFIG}, dir);
   CHECK(ok.exit_code == 0);
   RunResult missing = run({FAILOVERD_BIN, "--check-config", "--config", dir / "nope.toml"}, dir);
   CHECK(missing.exit_code == 1);
-  CHECK(missing.out.find(dir / "nope.toml") != std::string::npos);
+  CHECK(missing.err.find(dir / "nope.toml") != std::string::npos);
+}
+
+TEST_CASE("watchdog pings stop while the event loop is stalled") {
+  TempDir dir;
+  Sites sites;
+  write_step_script(dir);
+  write_file(dir / "failoverd.toml", config_text(dir, sites.primary_port, sites.secondary_port));
+  TimedNotifySocket notify(dir / "notify.sock");
+  Process daemon({FAILOVERD_BIN, "--config", dir / "failoverd.toml", "--debug-commands"},
+                 {{"NOTIFY_SOCKET", notify.path()}, {"WATCHDOG_USEC", "200000"}},
+                 dir / "daemon.log");
+  REQUIRE(wait_until([&] { return notify.times_of("WATCHDOG=1").size() >= 5; }, 10s));
+  const auto before = std::chrono::steady_clock::now();
+  json r = fo::control::call(dir / "control.sock",
+                             fo::control::make_request("debug_stall", {{"ms", 1500}}), 10s);
+  CHECK(r["result"] == 0);
+  REQUIRE(wait_until(
+      [&] {
+        auto t = notify.times_of("WATCHDOG=1");
+        return !t.empty() && t.back() > before + 1500ms;
+      },
+      5s));
+  // Largest gap between pings around the stall: at least the stall (systemd would act on it);
+  // before the stall pings came about every 100-150 ms.
+  auto times = notify.times_of("WATCHDOG=1");
+  std::chrono::milliseconds largest{0}, normal{0};
+  for (size_t i = 1; i < times.size(); ++i) {
+    auto gap = std::chrono::duration_cast<std::chrono::milliseconds>(times[i] - times[i - 1]);
+    if (times[i] > before)
+      largest = std::max(largest, gap);
+    else
+      normal = std::max(normal, gap);
+  }
+  CHECK(largest >= 1400ms);
+  CHECK(normal < 400ms);
+  daemon.signal(SIGTERM);
+  CHECK(daemon.wait(10s) == 0);
 }
