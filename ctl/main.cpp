@@ -11,6 +11,8 @@
 
 #include "ctl/input.hpp"
 #include "ctl/render.hpp"
+#include "ctl/sim/sim.hpp"
+#include "daemon/config/config.hpp"
 #include "daemon/control/client.hpp"
 #include "daemon/control/protocol.hpp"
 
@@ -41,6 +43,9 @@ struct Options {
   bool force = false;
   std::string reason;
   bool yes = false;
+  std::string config;    // simulate, replay
+  std::string timeline;  // simulate
+  std::string db;        // replay
 };
 
 struct Verb {
@@ -158,6 +163,11 @@ void configure_failover(CLI::App& app, Options& o) {
   app.add_flag("--force", o.force, "Fail over even if the secondary is not healthy");
 }
 
+void configure_failback(CLI::App& app, Options& o) {
+  configure_change(app, o);
+  app.add_flag("--force", o.force, "Fail back even if the primary is not healthy");
+}
+
 // The disruptive verbs: show what will happen, ask, then send the command.
 int run_change(const Globals& g, const Options& o, const std::string& verb, bool has_plan) {
   // With --json, stdout carries only the reply; the explanation goes to stderr.
@@ -182,7 +192,7 @@ int run_change(const Globals& g, const Options& o, const std::string& verb, bool
       return kExitUsage;
   }
   json arguments{{"group", o.group}, {"reason", o.reason}};
-  if (verb == "failover") arguments["force"] = o.force;
+  if (verb == "failover" || verb == "failback") arguments["force"] = o.force;
   auto reply = request(g, verb, std::move(arguments));
   if (!reply) return kExitUnreachable;
   if (g.json) {
@@ -192,6 +202,54 @@ int run_change(const Globals& g, const Options& o, const std::string& verb, bool
   if (int code = check_result(*reply); code != kExitOk) return code;
   std::cout << text_of(*reply) << "\n";
   return kExitOk;
+}
+
+// simulate and replay run the engine locally, in simulated time; they never talk to the daemon.
+std::optional<fo::config::Config> load_config(const std::string& path) {
+  try {
+    return fo::config::load_config_file(path);
+  } catch (const fo::config::ConfigException& e) {
+    for (const auto& err : e.errors()) std::cerr << err.to_string() << "\n";
+    return std::nullopt;
+  }
+}
+
+void configure_simulate(CLI::App& app, Options& o) {
+  app.add_option("--config", o.config, "failoverd configuration (policy, groups, steps)")
+      ->required();
+  app.add_option("--timeline", o.timeline, "CSV with header t,group,site,location,ok")->required();
+}
+
+int run_simulate(const Globals& g, const Options& o) {
+  auto cfg = load_config(o.config);
+  if (!cfg) return kExitDaemonError;
+  return fo::sim::run_simulate(*cfg, o.timeline, {g.json}, std::cout, std::cerr);
+}
+
+void configure_replay(CLI::App& app, Options& o) {
+  app.add_option("--db", o.db, "failoverd state database (history)")->required();
+  app.add_option("--config", o.config, "configuration whose policy to replay")->required();
+  app.add_option("--since", o.since,
+                 "From time T: ms since the epoch, 2026-11-30T10:00:00Z, or relative (-2h)");
+  app.add_option("--until", o.until, "Up to time T (same forms as --since)");
+}
+
+int run_replay(const Globals& g, const Options& o) {
+  auto cfg = load_config(o.config);
+  if (!cfg) return kExitDaemonError;
+  int64_t since = 0, until = fo::sim::kForever;
+  const int64_t now = now_ms();
+  for (auto [flag, value, out] :
+       {std::tuple{"--since", &o.since, &since}, std::tuple{"--until", &o.until, &until}}) {
+    if (value->empty()) continue;
+    auto ms = ctl::parse_time(*value, now);
+    if (!ms) {
+      std::cerr << "failoverctl: invalid " << flag << " '" << *value << "'\n";
+      return kExitUsage;
+    }
+    *out = *ms;
+  }
+  return fo::sim::run_replay(*cfg, o.db, since, until, {g.json}, std::cout, std::cerr);
 }
 
 int run_failover(const Globals& g, const Options& o) {
@@ -212,10 +270,14 @@ const Verb kVerbs[] = {
     {"history", "List past transitions, actions, rounds or commands", configure_history,
      run_history},
     {"failover", "Fail a group over to its secondary site", configure_failover, run_failover},
-    {"failback", "Fail a group back to its primary site", configure_change, run_failback},
+    {"failback", "Fail a group back to its primary site", configure_failback, run_failback},
     {"hold", "Stop automatic decisions for a group", configure_change, run_hold},
     {"release", "Resume automatic decisions for a group", configure_change, run_release},
     {"version", "Show the versions of failoverctl and failoverd", configure_nothing, run_version},
+    {"simulate", "Run the decision engine over a CSV timeline in simulated time",
+     configure_simulate, run_simulate},
+    {"replay", "Run a policy over the rounds recorded in a state database", configure_replay,
+     run_replay},
 };
 
 }  // namespace

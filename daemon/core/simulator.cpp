@@ -100,16 +100,27 @@ void Simulator::apply(G& g, const Decision& d, Instant t) {
   }
 }
 
+// Downtime integrates piecewise: from each mark (a round or a switch) to the next, counted when
+// the site serving in between was known to be below failover_below.
+void Simulator::account(G& g, Instant t) {
+  if (g.mark && g.serving_down) g.summary.downtime += t - *g.mark;
+  g.mark = t;
+}
+
+void Simulator::update_serving(G& g) {
+  const SiteHealth& serving = g.state.active == Site::primary ? g.last_primary : g.last_secondary;
+  g.serving_down = serving.known && serving.ratio() < g.cfg.policy.failover_below;
+}
+
 void Simulator::round(G& g, Instant t) {
   RoundInput in{t, g.board.health(Site::primary, t, g.cfg.policy),
                 g.board.health(Site::secondary, t, g.cfg.policy)};
-  // Downtime integrates between rounds using what the previous round saw.
-  if (g.last_round && g.serving_down) g.summary.downtime += t - *g.last_round;
+  account(g, t);
   Decision d = decide(g.state, in, g.cfg.policy);
   apply(g, d, t);
-  const SiteHealth& serving = g.state.active == Site::primary ? in.primary : in.secondary;
-  g.serving_down = serving.known && serving.ratio() < g.cfg.policy.failover_below;
-  g.last_round = t;
+  g.last_primary = in.primary;
+  g.last_secondary = in.secondary;
+  update_serving(g);
   if (record_rounds) {
     SimEvent e = event(SimEvent::Kind::round, t, g.cfg.name);
     e.primary = in.primary;
@@ -150,7 +161,9 @@ void Simulator::run_until(Instant t) {
           else
             ++g.summary.failbacks;
         }
+        account(g, at);
         apply(g, d, at);
+        update_serving(g);  // the serving site may have changed with the plan
         did = true;
       }
     }
@@ -183,7 +196,7 @@ std::vector<SimSummary> Simulator::summaries() const {
   std::vector<SimSummary> out;
   for (const auto& [name, g] : groups_) {
     SimSummary s = g.summary;
-    if (g.last_round && g.serving_down && now_ > *g.last_round) s.downtime += now_ - *g.last_round;
+    if (g.mark && g.serving_down && now_ > *g.mark) s.downtime += now_ - *g.mark;
     out.push_back(s);
   }
   return out;

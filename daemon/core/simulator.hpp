@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine.hpp"
@@ -81,6 +82,8 @@ class Simulator {
   void run_until(Instant t);
 
   const std::vector<SimEvent>& events() const { return events_; }
+  // Hands over the events emitted so far and forgets them (streaming callers keep memory flat).
+  std::vector<SimEvent> take_events() { return std::exchange(events_, {}); }
   std::vector<SimSummary> summaries() const;
   const GroupState& state(const std::string& group) const;
   bool record_rounds = false;  // also emit a round event per evaluation
@@ -94,11 +97,14 @@ class Simulator {
     std::optional<Instant> plan_done_at{};
     std::optional<PlanResult> pending{};
     SimSummary summary{};
-    std::optional<Instant> last_round{};
+    std::optional<Instant> mark{};  // downtime accounted up to here
+    SiteHealth last_primary{}, last_secondary{};
     bool serving_down = false;
   };
   void apply(G& g, const Decision& d, Instant t);
   void round(G& g, Instant t);
+  void account(G& g, Instant t);
+  void update_serving(G& g);
   std::map<std::string, G> groups_;
   std::vector<SimCommand> commands_;
   std::vector<SimEvent> events_;
