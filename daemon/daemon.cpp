@@ -62,9 +62,17 @@ Daemon::Daemon(DaemonOptions options, config::Config config)
   event_ = platform::make_event();
   store_ = store::Store::open(config_.daemon.state_db, config_.daemon.store_queue_limit);
   curl_ = std::make_unique<platform::CurlMulti>(event_.get());
-  http_ = std::make_unique<probes::HttpProber>(*curl_);
   exec_ = std::make_unique<actions::ExecRunner>(event_.get());
+  probes_ = std::make_unique<probes::ProbeDispatcher>(event_.get(), *curl_, *exec_);
   started_ = now();
+  metrics_ = std::make_unique<metrics::DaemonMetrics>(FAILOVERD_VERSION, started_);
+  if (!config_.daemon.metrics_listen.empty())
+    metrics_server_ = std::make_unique<metrics::MetricsServer>(
+        event_.get(), config_.daemon.metrics_listen, [this] {
+          const auto s = store_->stats();
+          metrics_->set_store(s.queue_depth, s.written, s.write_errors, s.dropped_rounds);
+          return metrics_->render();
+        });
   const auto saved = store_->load_group_states();
   for (const auto& g : config_.groups) add_group(g, saved);
   control_ = std::make_unique<control::ControlServer>(
@@ -77,8 +85,9 @@ Daemon::~Daemon() {
   for (auto& [name, g] : groups_) g->running.reset();
   groups_.clear();
   control_.reset();
+  metrics_server_.reset();
+  probes_.reset();  // cancels exec checks, so before exec_
   exec_.reset();
-  http_.reset();
   curl_.reset();
   if (store_ && !store_->flush(std::chrono::seconds(5)))
     spdlog::error("store: history still queued at exit: {} records", store_->stats().queue_depth);
@@ -139,8 +148,8 @@ void Daemon::start_round(Group& g) {
       const config::Site& s = site == Site::primary ? g.cfg.primary : g.cfg.secondary;
       for (const auto& probe : s.probes) {
         ++g.in_flight;
-        http_->start(
-            probe.http, *loc,
+        probes_->start(
+            probe, *loc,
             [this, name, gen, site, loc_name, probe_name = probe.name](probes::ProbeResult r) {
               auto it = groups_.find(name);
               if (it == groups_.end()) return;
@@ -169,6 +178,9 @@ void Daemon::finish_round(Group& g) {
   g.secondary = in.secondary;
   g.have_round = true;
   ++g.rounds;
+  metrics_->count_round(g.cfg.name);
+  metrics_->set_site_health(g.cfg.name, Site::primary, in.primary);
+  metrics_->set_site_health(g.cfg.name, Site::secondary, in.secondary);
   apply(g, d, std::nullopt);
   store_->record_round({core::to_ms(t), g.cfg.name, std::string(core::to_string(g.state.state)),
                         in.primary.healthy, in.primary.reporting, in.primary.configured,
@@ -186,6 +198,7 @@ void Daemon::apply(Group& g, const core::Decision& d, std::optional<uint32_t> ui
   const std::string& name = g.cfg.name;
   if (d.transition) {
     const auto& t = *d.transition;
+    metrics_->count_transition(name, t.from, t.to, t.initiator);
     const std::string from(core::to_string(t.from)), to(core::to_string(t.to));
     spdlog::info("group {}: {} -> {}: {}", name, from, to, d.reason);
     store_->record_transition({core::to_ms(d.next.since), name, from, to, d.reason,
@@ -209,6 +222,8 @@ void Daemon::apply(Group& g, const core::Decision& d, std::optional<uint32_t> ui
   }
   g.reason = d.reason;
   g.state = d.next;
+  metrics_->set_group_state(name, g.state.state);
+  metrics_->set_active(name, g.state.active);
   save_state(g);
   for (const auto& a : d.actions) enqueue(g, a);
 }
@@ -282,6 +297,8 @@ void Daemon::run_next_plan(Group& g) {
         r.initiator = initiator;
         r.term = a.term;
         store_->record_action(std::move(r));
+        if (e.finished)
+          metrics_->observe_step(name, a.phase, e.name, e.result, e.duration.count() / 1000.0);
         if (e.finished && e.result != "ok" && e.result != "skipped") {
           spdlog::warn("group {}: {} step {} ({}) attempt {}: {}", name, phase, e.index, e.name,
                        e.attempt, e.detail);
@@ -308,6 +325,7 @@ void Daemon::plan_done(Group& g, const actions::PlanOutcome& outcome) {
   const std::string phase(core::to_string(a.phase));
   spdlog::log(outcome.ok ? spdlog::level::info : spdlog::level::err, "group {}: {} plan {} {}: {}",
               name, phase, a.plan_id, outcome.ok ? "done" : "FAILED", outcome.detail);
+  metrics_->count_plan(name, a.phase, outcome.ok);
   if (a.phase == Phase::failover || a.phase == Phase::failback) {
     const bool over = a.phase == Phase::failover;
     platform::journal_event(

@@ -20,10 +20,12 @@
 #include "daemon/config/config.hpp"
 #include "daemon/control/server.hpp"
 #include "daemon/core/engine.hpp"
+#include "daemon/metrics/daemon_metrics.hpp"
+#include "daemon/metrics/server.hpp"
 #include "daemon/platform/curl_multi.hpp"
 #include "daemon/platform/event.hpp"
 #include "daemon/store/store.hpp"
-#include "probes/http/http_probe.hpp"
+#include "probes/dispatcher.hpp"
 
 namespace fo {
 
@@ -79,10 +81,12 @@ class Daemon {
   platform::EventPtr event_;
   std::unique_ptr<store::Store> store_;
   std::unique_ptr<platform::CurlMulti> curl_;
-  std::unique_ptr<probes::HttpProber> http_;
   std::unique_ptr<actions::ExecRunner> exec_;
+  std::unique_ptr<probes::ProbeDispatcher> probes_;
   std::map<std::string, std::unique_ptr<Group>> groups_;
   std::unique_ptr<control::ControlServer> control_;
+  std::unique_ptr<metrics::DaemonMetrics> metrics_;
+  std::unique_ptr<metrics::MetricsServer> metrics_server_;
   platform::SourcePtr sigterm_, sigint_, sighup_;
   bool ready_sent_ = false;
   bool stopping_ = false;

@@ -115,15 +115,18 @@ void Daemon::reload() {
     }
   }
   if (next.daemon.state_db != config_.daemon.state_db ||
-      next.daemon.control_socket != config_.daemon.control_socket)
-    spdlog::warn("daemon.state_db and daemon.control_socket change only at restart");
+      next.daemon.control_socket != config_.daemon.control_socket ||
+      next.daemon.metrics_listen != config_.daemon.metrics_listen)
+    spdlog::warn("daemon.state_db, control_socket and metrics_listen change only at restart");
   next.daemon.state_db = config_.daemon.state_db;
   next.daemon.control_socket = config_.daemon.control_socket;
+  next.daemon.metrics_listen = config_.daemon.metrics_listen;
   platform::setup_logging(next.daemon.log_level);
 
   for (auto it = groups_.begin(); it != groups_.end();) {
     if (!next.find_group(it->first)) {
       spdlog::info("group {} removed by reload", it->first);
+      metrics_->forget_group(it->first);
       it = groups_.erase(it);
     } else {
       ++it;
@@ -140,9 +143,11 @@ void Daemon::reload() {
       continue;
     }
     Group& g = *it->second;
-    if (!same_probes(g.cfg, cfg))
+    if (!same_probes(g.cfg, cfg)) {
+      metrics_->forget_group(cfg.name);
       g.board = core::HealthBoard(cfg.locations, Group::probe_names(cfg.primary),
                                   Group::probe_names(cfg.secondary));
+    }
     g.cfg = cfg;
   }
   spdlog::info("configuration reloaded: {} group(s)", config_.groups.size());

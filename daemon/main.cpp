@@ -2,6 +2,7 @@
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 
+#include <csignal>
 #include <cstdio>
 #include <iostream>
 
@@ -53,6 +54,7 @@ int main(int argc, char** argv) {
 
   // Before any thread exists: sd-event's signal and child sources need these blocked.
   fo::platform::block_signals_for_loop();
+  std::signal(SIGPIPE, SIG_IGN);  // a peer closing early is an error return, not a death
   fo::platform::setup_logging(log_level.empty() ? "info" : log_level);
   fo::config::Config cfg;
   try {

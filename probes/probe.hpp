@@ -2,16 +2,29 @@
 #pragma once
 
 #include <string>
+#include <utility>
 
 namespace fo::probes {
 
 struct ProbeResult {
   bool ok = false;
   double latency_ms = 0;  // time the check took, also when it failed
-  // "" when ok; otherwise one short phrase for operators and history, e.g.
-  // "timeout after 2000 ms", "status 503 not in 200-399", "connection refused".
+  // "" when ok; otherwise one short phrase for operators and history. Plugins write it without
+  // the kind ("connection refused"); ProbeDispatcher prefixes the kind ("tcp: connection
+  // refused", "dns: NXDOMAIN"). See docs/probes.md for every text.
   std::string error;
   int http_status = 0;  // 0 when no HTTP response was received
+
+  static ProbeResult success() {
+    ProbeResult r;
+    r.ok = true;
+    return r;
+  }
+  static ProbeResult failure(std::string why) {
+    ProbeResult r;
+    r.error = std::move(why);
+    return r;
+  }
 };
 
 }  // namespace fo::probes

@@ -53,9 +53,27 @@ class UniqueFd {
   int fd_;
 };
 
+// "127.0.0.1:9772" or "[::1]:9772"; port 0..65535 (0: any free port, for tests).
+bool valid_listen(std::string_view s) {
+  const std::size_t colon = s.rfind(':');
+  if (colon == std::string_view::npos) return false;
+  std::string_view host = s.substr(0, colon), port = s.substr(colon + 1);
+  if (port.empty() || port.size() > 5) return false;
+  unsigned value = 0;
+  for (char c : port) {
+    if (c < '0' || c > '9') return false;
+    value = value * 10 + unsigned(c - '0');
+  }
+  if (value > 65535) return false;
+  unsigned char buf[sizeof(struct in6_addr)];
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+    return inet_pton(AF_INET6, std::string(host.substr(1, host.size() - 2)).c_str(), buf) == 1;
+  return inet_pton(AF_INET, std::string(host).c_str(), buf) == 1;
+}
+
 DaemonSettings parse_daemon(ErrorSink& sink, const toml::table& table) {
   TableReader r(sink, table, "in [daemon]", "daemon.",
-                {"state_db", "control_socket", "log_level", "store_queue_limit"});
+                {"state_db", "control_socket", "log_level", "store_queue_limit", "metrics_listen"});
   r.reject_unknown_keys();
   DaemonSettings d;
   auto non_empty = [&](std::string_view key, std::size_t max_len, std::string& out) {
@@ -71,6 +89,15 @@ DaemonSettings parse_daemon(ErrorSink& sink, const toml::table& table) {
   if (auto v = r.choice("log_level", {"debug", "info", "warn", "error"})) d.log_level = *v;
   if (auto v = r.integer("store_queue_limit", 100, 1000000))
     d.store_queue_limit = static_cast<std::size_t>(*v);
+  if (auto v = r.string("metrics_listen", 64)) {
+    if (v->empty() || valid_listen(*v))
+      d.metrics_listen = *v;
+    else
+      r.error_at_value("metrics_listen",
+                       "daemon.metrics_listen: " + quote(*v) +
+                           " must be \"ADDR:PORT\" with an IP address, e.g. \"127.0.0.1:9772\" "
+                           "or \"[::1]:9772\" (\"\" disables the endpoint)");
+  }
   return d;
 }
 

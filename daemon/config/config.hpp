@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -40,6 +41,8 @@ struct DaemonSettings {
   std::string control_socket = "/run/failoverd/control.sock";
   std::string log_level = "info";  // debug | info | warn | error
   std::size_t store_queue_limit = 10000;
+  // Prometheus endpoint: "ADDR:PORT" or "[IPv6]:PORT" (IP literals only); "" disables it.
+  std::string metrics_listen = "127.0.0.1:9772";
 };
 
 enum class LocationKind { local };
@@ -62,17 +65,74 @@ struct HttpProbe {
   std::string method = "GET";  // GET | HEAD
   std::vector<StatusRange> expect_status{{200, 399}};
   std::string body_contains;
+  // ECMAScript std::regex, searched in the first kMaxRegexBody bytes of the body. Validated at
+  // load with the same flags the probe uses (see docs/probes.md).
+  std::string body_regex;
   std::map<std::string, std::string> headers;
   core::Millis timeout{5000};
   bool tls_verify = true;
   std::string ca_file;
+  std::string client_cert;  // PEM file; may hold the key too
+  std::string client_key;   // PEM file; only with client_cert
+  // IP literal: connect there, keeping the URL's host for Host, SNI and certificate checks.
+  std::string resolve;
   std::size_t max_body = 65536;
+  static constexpr std::size_t kMaxRegexBody = 32 * 1024;
+};
+
+// "host:port" split once at load; host is always an IP literal (no name lookups on the loop).
+struct Endpoint {
+  std::string host;  // "127.0.0.1", "::1" (no brackets)
+  int port = 0;
+};
+
+struct TcpProbe {
+  std::string address;  // as written, for messages
+  Endpoint endpoint;
+  std::string send;    // written after connecting (may be empty)
+  std::string expect;  // must appear in what is read (empty: connecting is enough)
+  core::Millis timeout{5000};
+  std::size_t max_read = 4096;
+};
+
+struct DnsProbe {
+  std::string server;             // as written
+  Endpoint endpoint;              // port 53 unless given
+  std::string name;               // absolute, with the trailing dot
+  std::string type = "A";         // A | AAAA | CNAME | TXT | NS | SOA | MX
+  std::string expect;             // normalized (addresses canonical, names without dot)
+  std::string rcode = "NOERROR";  // NOERROR | NXDOMAIN | SERVFAIL | REFUSED
+  core::Millis timeout{5000};
+};
+
+struct PostgresProbe {
+  std::string conninfo;  // either this ...
+  std::string host;      // ... or these (host: IP literal or socket directory)
+  int port = 5432;
+  std::string dbname = "postgres";
+  std::string user = "postgres";
+  std::string password_file;        // pgpass format, must not be accessible by group or others
+  std::string role;                 // "" (any) | "primary" | "standby"
+  std::uint64_t max_lag_bytes = 0;  // 0: not checked
+  core::Millis max_lag_time{0};     // 0: not checked
+  std::string max_lag;              // as written, for messages
+  core::Millis timeout{5000};
+};
+
+struct ExecProbe {
+  std::vector<std::string> argv;
+  core::Millis timeout{5000};
+  std::size_t max_output = 4096;
 };
 
 struct Probe {
   std::string name;  // unique within the site; default "<kind>#<index>"
-  std::string kind;  // "http"
+  std::string kind;  // "http" | "tcp" | "dns" | "postgres" | "exec"; only that member is set
   HttpProbe http;
+  TcpProbe tcp;
+  DnsProbe dns;
+  PostgresProbe postgres;
+  ExecProbe exec;
   SourcePos pos;
 };
 

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <regex>
 #include <string_view>
 #include <utility>
 
@@ -33,10 +34,11 @@ using EasyPtr = std::unique_ptr<CURL, EasyCleanup>;
 struct Check {
   config::HttpProbe spec;  // a copy: a config reload must not change a running check
   long timeout_ms = 0;
-  std::string body;  // kept only when spec.body_contains is set
+  std::string body;  // kept only when spec.body_contains or spec.body_regex is set
   std::size_t received = 0;
   bool too_large = false;
   SlistPtr headers;
+  SlistPtr connect_to;
   char errbuf[CURL_ERROR_SIZE] = {};
   std::function<void(ProbeResult)> done;
 };
@@ -61,7 +63,7 @@ std::size_t on_body(char* data, std::size_t size, std::size_t nmemb, void* userp
     return 0;  // anything but n aborts the transfer with CURLE_WRITE_ERROR
   }
   c->received += n;
-  if (!c->spec.body_contains.empty()) c->body.append(data, n);
+  if (!c->spec.body_contains.empty() || !c->spec.body_regex.empty()) c->body.append(data, n);
   return n;
 }
 
@@ -125,6 +127,10 @@ ProbeResult judge(const Check& c, CURLcode rc, CURL* easy) {
     r.error = "body does not contain \"" + shorten(c.spec.body_contains, kMaxNeedleInError) + "\"";
     return r;
   }
+  if (!c.spec.body_regex.empty() && !body_matches(c.spec.body_regex, c.body)) {
+    r.error = "body does not match /" + shorten(c.spec.body_regex, kMaxNeedleInError) + "/";
+    return r;
+  }
   r.ok = true;
   return r;
 }
@@ -142,6 +148,30 @@ std::string header_problem(const std::string& name, const std::string& value) {
 }
 
 }  // namespace
+
+bool body_matches(const std::string& pattern, std::string_view body) {
+  // Same flags as the config loader's validation: __polynomial (libstdc++) makes the matcher a
+  // breadth-first NFA, so neither the body nor the pattern can blow the stack or go exponential.
+  // regex_search would restart that NFA at every offset (quadratic); one regex_match over
+  // "anything, pattern, anything" is a single linear pass with the same meaning.
+  try {
+    const std::regex re("[\\s\\S]*?(?:" + pattern + ")[\\s\\S]*",
+                        std::regex::ECMAScript | std::regex_constants::__polynomial);
+    body = body.substr(0, config::HttpProbe::kMaxRegexBody);
+    return std::regex_match(body.begin(), body.end(), re);
+  } catch (const std::regex_error&) {
+    return false;
+  }
+}
+
+std::string connect_to_for(const std::string& resolve) {
+  if (resolve.empty()) return "";
+  // "HOST:PORT:TO-HOST:TO-PORT" with HOST, PORT and TO-PORT empty: any host and port of this
+  // handle connect to `resolve` on the same port. Unlike CURLOPT_RESOLVE it does not seed the
+  // DNS cache that every transfer of the shared multi handle uses.
+  const bool v6 = resolve.find(':') != std::string::npos;
+  return "::" + (v6 ? "[" + resolve + "]" : resolve) + ":";
+}
 
 bool status_expected(int status, const std::vector<config::StatusRange>& expected) {
   return std::any_of(expected.begin(), expected.end(), [&](const config::StatusRange& r) {
@@ -227,6 +257,14 @@ void HttpProber::start(const config::HttpProbe& spec, const config::Location& fr
   set(CURLOPT_SSL_VERIFYPEER, spec.tls_verify ? 1L : 0L, "SSL_VERIFYPEER");
   set(CURLOPT_SSL_VERIFYHOST, spec.tls_verify ? 2L : 0L, "SSL_VERIFYHOST");
   if (!spec.ca_file.empty()) set(CURLOPT_CAINFO, spec.ca_file.c_str(), "CAINFO");
+  if (!spec.client_cert.empty()) set(CURLOPT_SSLCERT, spec.client_cert.c_str(), "SSLCERT");
+  if (!spec.client_key.empty()) set(CURLOPT_SSLKEY, spec.client_key.c_str(), "SSLKEY");
+  if (!spec.resolve.empty()) {
+    SlistPtr grown(curl_slist_append(nullptr, connect_to_for(spec.resolve).c_str()));
+    if (!grown) return fail_later("out of memory");
+    check->connect_to = std::move(grown);
+    set(CURLOPT_CONNECT_TO, check->connect_to.get(), "CONNECT_TO");
+  }
   set(CURLOPT_WRITEFUNCTION, &on_body, "WRITEFUNCTION");
   set(CURLOPT_WRITEDATA, static_cast<void*>(check.get()), "WRITEDATA");
   set(CURLOPT_MAXFILESIZE_LARGE, static_cast<curl_off_t>(spec.max_body), "MAXFILESIZE_LARGE");

@@ -4,10 +4,13 @@
 
 #include <functional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "daemon/config/config.hpp"
 #include "daemon/platform/curl_multi.hpp"
+#include "probes/plugin.hpp"
 #include "probes/probe.hpp"
 
 namespace fo::probes {
@@ -27,7 +30,24 @@ class HttpProber {
   platform::CurlMulti& multi_;
 };
 
+// The http kind as a ProbePlugin (see probes/plugin.hpp).
+class HttpPlugin final : public ProbePlugin {
+ public:
+  explicit HttpPlugin(platform::CurlMulti& multi) : prober_(multi) {}
+  void start(const config::Probe& probe, const config::Location& from,
+             std::function<void(ProbeResult)> done) override {
+    prober_.start(probe.http, from, std::move(done));
+  }
+
+ private:
+  HttpProber prober_;
+};
+
 // Helpers exposed for tests.
+// body_regex semantics: ECMAScript search in the first HttpProbe::kMaxRegexBody bytes.
+bool body_matches(const std::string& pattern, std::string_view body);
+// CURLOPT_CONNECT_TO entry for `resolve` ("::192.0.2.1:", "::[::1]:"), "" for none.
+std::string connect_to_for(const std::string& resolve);
 bool status_expected(int status, const std::vector<config::StatusRange>& expected);
 std::string describe_statuses(const std::vector<config::StatusRange>& expected);  // "200-399"
 // Value for CURLOPT_INTERFACE, "" for none.

@@ -214,10 +214,11 @@ TEST_CASE("references to unknown locations are errors", "[config][errors]") {
 
 TEST_CASE("unsupported kinds list the supported ones", "[config][errors]") {
   CHECK(errors_of("[[group]]\nname = \"shop\"\n[group.primary]\n"
-                  "probes = [ { kind = \"tcp\", address = \"192.0.2.10:443\" } ]\n"
+                  "probes = [ { kind = \"smtp\", address = \"192.0.2.10:25\" } ]\n"
                   "[group.secondary]\n"
                   "probes = [ { kind = \"http\", url = \"https://198.51.100.20/\" } ]\n") ==
-        "t.toml:4:21: group.primary.probes.kind: unsupported probe kind 'tcp' (supported: http)");
+        "t.toml:4:21: group.primary.probes.kind: unsupported probe kind 'smtp' (supported: http, "
+        "tcp, dns, postgres, exec)");
   CHECK(errors_of(minimal_plus("[[group.failover]]\nkind = \"dns\"\n")) ==
         "t.toml:8:8: group.failover.kind: unsupported step kind 'dns' (supported: exec)");
   CHECK(errors_of("[[location]]\nname = \"x\"\nkind = \"agent\"\n" + std::string(kMinimal)) ==
@@ -357,4 +358,29 @@ TEST_CASE("error count is capped at 50", "[config][errors]") {
     CHECK(e.errors()[48].pos.line == 50);
     CHECK(e.errors()[49].message == "too many errors (80 in total); the rest are not shown");
   }
+}
+
+TEST_CASE("daemon.metrics_listen: default, accepted forms and errors", "[config][errors]") {
+  auto listen_of = [](std::string_view daemon_table) {
+    return parse_config(std::string(daemon_table) + std::string(kMinimal), "t.toml")
+        .daemon.metrics_listen;
+  };
+  CHECK(listen_of("") == "127.0.0.1:9772");
+  CHECK(listen_of("[daemon]\nmetrics_listen = \"\"\n").empty());
+  CHECK(listen_of("[daemon]\nmetrics_listen = \"0.0.0.0:80\"\n") == "0.0.0.0:80");
+  CHECK(listen_of("[daemon]\nmetrics_listen = \"[::1]:9772\"\n") == "[::1]:9772");
+  CHECK(listen_of("[daemon]\nmetrics_listen = \"127.0.0.1:0\"\n") == "127.0.0.1:0");
+
+  const std::string tail =
+      " must be \"ADDR:PORT\" with an IP address, e.g. \"127.0.0.1:9772\" or \"[::1]:9772\" "
+      "(\"\" disables the endpoint)";
+  for (std::string_view bad : {"localhost:9772", "127.0.0.1", "127.0.0.1:", "127.0.0.1:65536",
+                               "127.0.0.1:9x", "::1:9772", "[::1]", "[127.0.0.1]:80", ":9772"}) {
+    CAPTURE(bad);
+    CHECK(errors_of("[daemon]\nmetrics_listen = \"" + std::string(bad) + "\"\n" +
+                    std::string(kMinimal)) ==
+          "t.toml:2:18: daemon.metrics_listen: '" + std::string(bad) + "'" + tail);
+  }
+  CHECK(errors_of("[daemon]\nmetrics_listen = 9772\n" + std::string(kMinimal)) ==
+        "t.toml:2:18: daemon.metrics_listen: expected a string, got integer");
 }
