@@ -17,9 +17,10 @@ T=$(mktemp -d /tmp/failoverd-demo.XXXXXX)
 chmod 755 "$T"
 P1=${DEMO_PRIMARY_PORT:-18081}
 P2=${DEMO_SECONDARY_PORT:-18082}
+PM=${DEMO_METRICS_PORT:-19772}
 mkdir -p "$T/www"
 echo OK > "$T/www/health"
-sed -e "s|@DIR@|$T|g" -e "s|@P1@|$P1|g" -e "s|@P2@|$P2|g" etc/demo/failoverd-demo.toml > "$T/failoverd.toml"
+sed -e "s|@DIR@|$T|g" -e "s|@P1@|$P1|g" -e "s|@P2@|$P2|g" -e "s|@PM@|$PM|g" etc/demo/failoverd-demo.toml > "$T/failoverd.toml"
 install -m 0755 etc/demo/step.sh "$T/step.sh"
 
 pids=()
@@ -68,6 +69,8 @@ echo; echo "== history:  failoverctl --socket $T/control.sock history"
 ctl history
 echo; echo "== steps run:  failoverctl --socket $T/control.sock history --kind actions"
 ctl history --kind actions
+echo; echo "== Prometheus metrics:  curl -s http://127.0.0.1:$PM/metrics"
+curl -s "http://127.0.0.1:$PM/metrics" | grep -E '^failoverd_(group_state|group_active_site|transitions_total)' | grep -v ' 0$' || true
 echo; echo "== what the step scripts saw"
 cat "$T/steps.log"
 echo

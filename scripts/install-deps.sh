@@ -8,9 +8,15 @@ PACKAGES=(
   g++ cmake ninja-build pkg-config clang-format
   # libraries
   libcurl4-openssl-dev libsqlite3-dev libtomlplusplus-dev libspdlog-dev libsystemd-dev
-  libcli11-dev nlohmann-json3-dev catch2
+  libcli11-dev nlohmann-json3-dev catch2 libmicrohttpd-dev
+  # probe kinds: dns (ldns), postgres (libpq)
+  libldns-dev libpq-dev
   # demo and tests
-  python3 sqlite3 curl procps
+  python3 sqlite3 curl procps prometheus
+  # real servers for the dns, postgres and mTLS http probe tests
+  bind9 bind9-dnsutils postgresql-15 openssl
+  # packaging checks (tests/packaging): unit analysis, .deb build and lint, man pages, completion
+  systemd dpkg-dev lintian file man-db bash-completion adduser passwd
 )
 
 missing=()

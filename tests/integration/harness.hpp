@@ -203,7 +203,8 @@ class NotifySocket {
 };
 
 // Like NotifySocket, but a thread receives continuously and stamps each datagram on arrival,
-// so tests can measure the gaps between watchdog pings.
+// so tests can measure the gaps between watchdog pings. Reading continuously matters: like
+// systemd, the reader must keep up, or sd_notify() blocks the daemon on a full socket queue.
 class TimedNotifySocket {
  public:
   using Clock = std::chrono::steady_clock;
@@ -229,6 +230,7 @@ class TimedNotifySocket {
       if (m.find(needle) != std::string::npos) out.push_back(t);
     return out;
   }
+  bool saw(const std::string& needle) { return !times_of(needle).empty(); }
   const std::string& path() const { return sock_.path(); }
 
  private:

@@ -1,6 +1,8 @@
 // The real failoverd binary end to end on loopback: two HTTP sites, a temporary config,
 // database and control socket; observed only through failoverctl --json, the SQLite file, the
 // step scripts' own log and a NOTIFY_SOCKET owned by the test.
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sqlite3.h>
 
 #include <catch2/catch.hpp>
@@ -29,8 +31,21 @@ struct Sites {
   void stop_primary() { primary.reset(); }
 };
 
+// A free loopback port for the metrics endpoint (bound and released; good enough for tests).
+int free_port() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
 std::string config_text(const TempDir& dir, int primary_port, int secondary_port,
-                        const std::string& interval = "200ms") {
+                        const std::string& interval = "400ms", int metrics_port = 0) {
   const std::string step = dir / "step.sh";
   return "[daemon]\n"
          "state_db = \"" +
@@ -40,16 +55,19 @@ std::string config_text(const TempDir& dir, int primary_port, int secondary_port
          (dir / "control.sock") +
          "\"\n"
          "log_level = \"debug\"\n"
+         "metrics_listen = \"127.0.0.1:" +
+         std::to_string(metrics_port) +
+         "\"\n"
          "[[location]]\nname = \"here\"\nkind = \"local\"\n"
          "[[group]]\nname = \"shop\"\ninterval = \"" +
          interval +
          "\"\n"
          "[group.primary]\nprobes = [ { kind = \"http\", url = \"http://127.0.0.1:" +
-         std::to_string(primary_port) +
-         "/health\", timeout = \"150ms\", body_contains = \"OK\" } ]\n"
+         std::to_string(primary_port) + "/health\", timeout = \"" + interval +
+         "\", body_contains = \"OK\" } ]\n"
          "[group.secondary]\nprobes = [ { kind = \"http\", url = \"http://127.0.0.1:" +
-         std::to_string(secondary_port) +
-         "/health\", timeout = \"150ms\" } ]\n"
+         std::to_string(secondary_port) + "/health\", timeout = \"" + interval +
+         "\" } ]\n"
          "[group.policy]\nfailover_after = 3\nfailback_stable = \"1h\"\n"
          "[[group.warm]]\nkind = \"exec\"\nargv = [\"" +
          step +
@@ -120,18 +138,20 @@ TEST_CASE("failoverd fails over when the primary stops, runs the steps in order,
   TempDir dir;
   Sites sites;
   write_step_script(dir);
-  write_file(dir / "failoverd.toml", config_text(dir, sites.primary_port, sites.secondary_port));
-  NotifySocket notify(dir / "notify.sock");
+  const int metrics_port = free_port();
+  write_file(dir / "failoverd.toml",
+             config_text(dir, sites.primary_port, sites.secondary_port, "400ms", metrics_port));
+  TimedNotifySocket notify(dir / "notify.sock");
   Process daemon({FAILOVERD_BIN, "--config", dir / "failoverd.toml"},
                  {{"NOTIFY_SOCKET", notify.path()}, {"WATCHDOG_USEC", "400000"}},
                  dir / "daemon.log");
 
   // READY=1 comes once the config is loaded and the first round is in, with a STATUS line.
-  REQUIRE(wait_until([&] { return notify.saw("READY=1"); }, 10s));
+  REQUIRE(wait_until([&] { return notify.saw("READY=1"); }, 30s));
   CHECK(notify.saw("STATUS=shop: primary_active (primary 1/1, secondary 1/1)"));
   // sd-event pings the watchdog at about half of WATCHDOG_USEC while the loop turns.
   CHECK(wait_until([&] { return notify.saw("WATCHDOG=1"); }, 2s));
-  REQUIRE(wait_until([&] { return state_is(dir, "primary_active"); }, 5s));
+  REQUIRE(wait_until([&] { return state_is(dir, "primary_active"); }, 30s));
   json g = group_status(dir);
   CHECK(g["active"] == "primary");
   CHECK(g["primary"]["health"] == 1.0);
@@ -139,11 +159,20 @@ TEST_CASE("failoverd fails over when the primary stops, runs the steps in order,
 
   // The primary's server goes away: connection refused from here on.
   sites.stop_primary();
-  REQUIRE(wait_until([&] { return state_is(dir, "secondary_active"); }, 10s));
+  REQUIRE(wait_until([&] { return state_is(dir, "secondary_active"); }, 30s));
   g = group_status(dir);
   CHECK(g["active"] == "secondary");
   CHECK(g["secondary_warm"] == true);
   CHECK(notify.saw("STATUS=shop: secondary_active"));
+  // Prometheus sees the same story.
+  RunResult scrape =
+      run({"/usr/bin/curl", "-sf", "http://127.0.0.1:" + std::to_string(metrics_port) + "/metrics"},
+          dir);
+  CHECK(scrape.exit_code == 0);
+  CHECK(scrape.out.find("failoverd_group_state{group=\"shop\",state=\"secondary_active\"} 1") !=
+        std::string::npos);
+  CHECK(scrape.out.find("failoverd_transitions_total{group=\"shop\",from=\"primary_degraded\",to="
+                        "\"failing_over\",initiator=\"auto\"} 1") != std::string::npos);
 
   // The steps ran once each, in order, with their context.
   CHECK(read_file(dir / "steps.log") ==
@@ -204,14 +233,14 @@ TEST_CASE("failoverd fails over when the primary stops, runs the steps in order,
   CHECK(st[0][0].find("state=held") != std::string::npos);
 }
 
-TEST_CASE("SIGHUP with an invalid config keeps the running one; a valid one is applied") {
+TEST_CASE("SIGHUP with an invalid config keeps the running one, a valid one is applied") {
   TempDir dir;
   Sites sites;
   write_step_script(dir);
   const std::string cfg = dir / "failoverd.toml";
   write_file(cfg, config_text(dir, sites.primary_port, sites.secondary_port));
   Process daemon({FAILOVERD_BIN, "--config", cfg}, {}, dir / "daemon.log");
-  REQUIRE(wait_until([&] { return state_is(dir, "primary_active"); }, 10s));
+  REQUIRE(wait_until([&] { return state_is(dir, "primary_active"); }, 30s));
 
   write_file(cfg, "[daemon]\nstate_db = 42\n[[group]]\nname = \"shop\"\nbogus = 1\n");
   daemon.signal(SIGHUP);
@@ -223,7 +252,8 @@ TEST_CASE("SIGHUP with an invalid config keeps the running one; a valid one is a
   CHECK(daemon.alive());
   // Still probing with the old config.
   const int rounds_before = group_status(dir).value("rounds", 0);
-  REQUIRE(wait_until([&] { return group_status(dir).value("rounds", 0) > rounds_before + 2; }, 5s));
+  REQUIRE(
+      wait_until([&] { return group_status(dir).value("rounds", 0) > rounds_before + 2; }, 30s));
   CHECK(state_is(dir, "primary_active"));
 
   // A valid change (the primary now expects a body it does not serve) takes effect.
@@ -237,7 +267,7 @@ TEST_CASE("SIGHUP with an invalid config keeps the running one; a valid one is a
         return read_file(dir / "daemon.log").find("configuration reloaded") != std::string::npos;
       },
       5s));
-  REQUIRE(wait_until([&] { return state_is(dir, "secondary_active"); }, 10s));
+  REQUIRE(wait_until([&] { return state_is(dir, "secondary_active"); }, 30s));
   daemon.signal(SIGTERM);
   CHECK(daemon.wait(10s) == 0);
 }
@@ -250,15 +280,15 @@ TEST_CASE("a restart restores the group's state from the store and repeats no ac
   write_file(cfg, config_text(dir, sites.primary_port, sites.secondary_port));
   {
     Process daemon({FAILOVERD_BIN, "--config", cfg}, {}, dir / "daemon.log");
-    REQUIRE(wait_until([&] { return state_is(dir, "primary_active"); }, 10s));
+    REQUIRE(wait_until([&] { return state_is(dir, "primary_active"); }, 30s));
     sites.stop_primary();
-    REQUIRE(wait_until([&] { return state_is(dir, "secondary_active"); }, 10s));
+    REQUIRE(wait_until([&] { return state_is(dir, "secondary_active"); }, 30s));
     daemon.signal(SIGKILL);
     daemon.wait(5s);
   }
   const std::string before = read_file(dir / "steps.log");
   Process daemon({FAILOVERD_BIN, "--config", cfg}, {}, dir / "daemon2.log");
-  REQUIRE(wait_until([&] { return group_status(dir).value("rounds", 0) >= 5; }, 10s));
+  REQUIRE(wait_until([&] { return group_status(dir).value("rounds", 0) >= 5; }, 30s));
   json g = group_status(dir);
   CHECK(g["state"] == "secondary_active");
   CHECK(g["active"] == "secondary");
@@ -292,19 +322,19 @@ TEST_CASE("watchdog pings stop while the event loop is stalled") {
   Process daemon({FAILOVERD_BIN, "--config", dir / "failoverd.toml", "--debug-commands"},
                  {{"NOTIFY_SOCKET", notify.path()}, {"WATCHDOG_USEC", "200000"}},
                  dir / "daemon.log");
-  REQUIRE(wait_until([&] { return notify.times_of("WATCHDOG=1").size() >= 5; }, 10s));
+  REQUIRE(wait_until([&] { return notify.times_of("WATCHDOG=1").size() >= 5; }, 30s));
   const auto before = std::chrono::steady_clock::now();
   json r = fo::control::call(dir / "control.sock",
-                             fo::control::make_request("debug_stall", {{"ms", 1500}}), 10s);
+                             fo::control::make_request("debug_stall", {{"ms", 2500}}), 30s);
   CHECK(r["result"] == 0);
   REQUIRE(wait_until(
       [&] {
         auto t = notify.times_of("WATCHDOG=1");
-        return !t.empty() && t.back() > before + 1500ms;
+        return !t.empty() && t.back() > before + 2500ms;
       },
       5s));
   // Largest gap between pings around the stall: at least the stall (systemd would act on it);
-  // before the stall pings came about every 100-150 ms.
+  // before the stall pings came about every 100-150 ms (under 1 s even on a loaded machine).
   auto times = notify.times_of("WATCHDOG=1");
   std::chrono::milliseconds largest{0}, normal{0};
   for (size_t i = 1; i < times.size(); ++i) {
@@ -314,8 +344,8 @@ TEST_CASE("watchdog pings stop while the event loop is stalled") {
     else
       normal = std::max(normal, gap);
   }
-  CHECK(largest >= 1400ms);
-  CHECK(normal < 400ms);
+  CHECK(largest >= 2400ms);
+  CHECK(normal < 1000ms);
   daemon.signal(SIGTERM);
   CHECK(daemon.wait(10s) == 0);
 }

@@ -52,6 +52,7 @@ cat > "$T/f.toml" <<TOML
 [daemon]
 state_db = "$T/state.db"
 control_socket = "$T/control.sock"
+metrics_listen = ""
 [[group]]
 name = "shop"
 interval = "200ms"
