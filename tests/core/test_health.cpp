@@ -38,7 +38,7 @@ TEST_CASE("health is the share of reporting locations that see the site healthy"
   CHECK(s.fraction() == "unknown (0/3 reporting)");
 }
 
-TEST_CASE("stale results stop counting; missing data is not down") {
+TEST_CASE("stale results stop counting, missing data is not down") {
   HealthBoard b({"a", "b", "c"}, {"p"}, {"p"});
   b.record({at(0), Site::primary, "a", "p", false});
   b.record({at(15), Site::primary, "b", "p", true});
