@@ -202,7 +202,8 @@ void Daemon::apply(Group& g, const core::Decision& d, std::optional<uint32_t> ui
     const std::string from(core::to_string(t.from)), to(core::to_string(t.to));
     spdlog::info("group {}: {} -> {}: {}", name, from, to, d.reason);
     store_->record_transition({core::to_ms(d.next.since), name, from, to, d.reason,
-                               std::string(core::to_string(t.initiator)), uid, d.next.term});
+                               std::string(core::to_string(t.initiator)), uid, d.next.term,
+                               std::string(core::to_string(d.next.active))});
     std::vector<platform::JournalField> fields{
         {"GROUP", name},
         {"FROM", from},

@@ -243,7 +243,8 @@ json Daemon::handle_history(const json& args) {
                      {"reason", t.reason},
                      {"initiator", t.initiator},
                      {"uid", t.uid ? json(*t.uid) : json(nullptr)},
-                     {"term", t.term}});
+                     {"term", t.term},
+                     {"active", t.active}});
   } else if (kind == "actions") {
     for (const auto& a : store_->actions(group, since, until, n))
       out.push_back({{"group", a.group},

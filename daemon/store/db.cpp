@@ -100,6 +100,10 @@ CREATE TABLE group_state (
   updated_ms INTEGER NOT NULL
 );
 )sql"},
+    // 2: the site serving traffic after each transition ("" for rows written before).
+    {2, R"sql(
+ALTER TABLE transitions ADD COLUMN active TEXT NOT NULL DEFAULT '';
+)sql"},
 };
 
 [[noreturn]] void fail(const std::string& path, const std::string& what) {

@@ -7,7 +7,8 @@ namespace fo::store {
 namespace {
 
 constexpr const char* kTransitionCols =
-    "SELECT ts_ms, group_name, from_state, to_state, reason, initiator, uid, term FROM transitions";
+    "SELECT ts_ms, group_name, from_state, to_state, reason, initiator, uid, term, active "
+    "FROM transitions";
 constexpr const char* kActionCols =
     "SELECT group_name, plan_id, phase, step_index, step_name, kind, attempt, started_ms, "
     "ended_ms, result, exit_code, output, initiator, term FROM action_steps";
@@ -70,6 +71,7 @@ TransitionRecord transition_row(const db::Stmt& s) {
   r.initiator = s.text_col(5);
   r.uid = uid_col(s, 6);
   r.term = static_cast<uint64_t>(s.int_col(7));
+  r.active = s.text_col(8);
   return r;
 }
 

@@ -28,6 +28,7 @@ struct TransitionRecord {
   std::string initiator;  // "auto" | "operator"
   std::optional<uint32_t> uid;
   uint64_t term = 0;
+  std::string active;  // "primary" | "secondary": the site serving after the transition
 
   bool operator==(const TransitionRecord&) const = default;
 };

@@ -42,7 +42,8 @@ Writer::Writer(db::DbPtr conn, size_t queue_limit)
       commit_(db_.get(), "COMMIT"),
       insert_transition_(db_.get(),
                          "INSERT INTO transitions (ts_ms, group_name, from_state, to_state, "
-                         "reason, initiator, uid, term) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"),
+                         "reason, initiator, uid, term, active) "
+                         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"),
       insert_round_(db_.get(),
                     "INSERT INTO rounds (ts_ms, group_name, state, p_healthy, p_reporting, "
                     "p_configured, p_known, s_healthy, s_reporting, s_configured, s_known, "
@@ -299,6 +300,7 @@ int Writer::write_record(const Record& rec) {
                           s.bind(6, r.initiator);
                           s.bind(7, r.uid);
                           s.bind(8, as_int(r.term));
+                          s.bind(9, r.active);
                           return run_once(s);
                         },
                         [&](const RoundRecord& r) {

@@ -184,6 +184,8 @@ TEST_CASE("failoverd fails over when the primary stops, runs the steps in order,
   json h = ctl_json(dir, {"history", "shop"});
   REQUIRE(h["transitions"].size() == 3);
   CHECK(h["transitions"][0]["to"] == "secondary_active");  // newest first
+  CHECK(h["transitions"][0]["active"] == "secondary");
+  CHECK(h["transitions"][1]["active"] == "primary");  // failing over: the primary still serves
   CHECK(h["transitions"][1]["reason"] == "failing over: primary 0/1 for 3 rounds, secondary 1/1");
 
   // A failback is refused while the primary is down; a hold is accepted and recorded with the uid.

@@ -26,8 +26,9 @@ class WriteLock {
 };
 
 TransitionRecord transition(int64_t ts, std::string group = "web") {
-  return TransitionRecord{ts,  std::move(group), "primary_active", "primary_degraded",
-                          "r", "auto",           std::nullopt,     1};
+  return TransitionRecord{ts,       std::move(group), "primary_active", "primary_degraded",
+                          "r",      "auto",           std::nullopt,     1,
+                          "primary"};
 }
 
 RoundRecord round_at(int64_t ts, std::string group = "web") {

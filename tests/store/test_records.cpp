@@ -19,7 +19,8 @@ TransitionRecord transition(int64_t ts, std::string group, std::string to) {
                           "reason " + std::to_string(ts),
                           "auto",
                           std::nullopt,
-                          3};
+                          3,
+                          to == "secondary_active" ? "secondary" : "primary"};
 }
 
 RoundRecord round_at(int64_t ts, std::string group) {

@@ -23,7 +23,8 @@ TEST_CASE("open creates the schema in WAL mode and re-open is idempotent", "[sto
   const std::string path = dir.file("state.db");
   {
     auto store = Store::open(path);
-    store->record_transition({1000, "web", "primary_active", "failing_over", "why", "auto", {}, 1});
+    store->record_transition(
+        {1000, "web", "primary_active", "failing_over", "why", "auto", {}, 1, "primary"});
     REQUIRE(store->flush(std::chrono::seconds(5)));
   }
   {
@@ -43,7 +44,7 @@ TEST_CASE("open creates the schema in WAL mode and re-open is idempotent", "[sto
   // Re-open: no migration runs again, data is kept, and writes still work.
   auto store = Store::open(path);
   store->record_transition(
-      {2000, "web", "failing_over", "secondary_active", "done", "auto", {}, 1});
+      {2000, "web", "failing_over", "secondary_active", "done", "auto", {}, 1, "secondary"});
   REQUIRE(store->flush(std::chrono::seconds(5)));
   CHECK(store->transitions("", 0, kForever, 0).size() == 2);
   RawDb raw(path);
