@@ -19,6 +19,8 @@ WARM=$(id_of kWarm)
 T=$(mktemp -d)
 pids=()
 cleanup() {
+  # site() runs in a command substitution, so its pids are only in the pid files.
+  for f in "$T"/*.pid; do [ -f "$f" ] && pids+=("$(cat "$f")"); done
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
   rm -rf "$T"
