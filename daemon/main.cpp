@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "daemon/agent/agent_main.hpp"
 #include "daemon/config/config.hpp"
 #include "daemon/daemon.hpp"
 #include "daemon/platform/journal.hpp"
@@ -36,10 +37,13 @@ int main(int argc, char** argv) {
   CLI::App app{"failoverd: active/passive failover orchestrator"};
   std::string config_path = kDefaultConfig;
   std::string log_level;
-  bool check = false, version = false, debug_commands = false;
+  bool check = false, version = false, debug_commands = false, agent = false;
   app.add_option("-c,--config", config_path, "configuration file")->capture_default_str();
   app.add_flag("--check-config", check, "validate the configuration and exit 0 (valid) or 1");
   app.add_flag("--version", version, "print the version and exit");
+  app.add_flag("--agent", agent,
+               "run as a remote probe agent; --config names the agent config "
+               "(see docs/agent-protocol.md)");
   app.add_option("--log-level", log_level, "debug, info, warn or error (overrides the config)")
       ->check(CLI::IsMember({"debug", "info", "warn", "error"}));
   app.add_flag("--debug-commands", debug_commands, "enable debug control commands (tests only)")
@@ -50,6 +54,13 @@ int main(int argc, char** argv) {
     std::printf("failoverd %s\n", FAILOVERD_VERSION);
     return 0;
   }
+  if (agent && app.count("--config") == 0) {
+    std::fprintf(stderr, "failoverd: --agent needs --config AGENT.toml\n");
+    return 2;
+  }
+  if (agent)
+    return check ? fo::agent::check_agent_config(config_path)
+                 : fo::agent::run_agent(config_path, log_level);
   if (check) return check_config(config_path);
 
   // Before any thread exists: sd-event's signal and child sources need these blocked.

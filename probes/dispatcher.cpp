@@ -1,6 +1,7 @@
 // Probe kind registry and dispatch (see dispatcher.hpp).
 #include "probes/dispatcher.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <exception>
 #include <utility>
@@ -26,10 +27,25 @@ ProbeDispatcher::ProbeDispatcher(sd_event* event, platform::CurlMulti& curl,
     auto batch = std::move(posted_);
     posted_.clear();
     for (auto& fn : batch) fn();
+    pump();
   });
 }
 
+void ProbeDispatcher::set_max_concurrent(std::size_t n) {
+  max_concurrent_ = std::max<std::size_t>(n, 1);
+  if (!queue_.empty()) kick_->schedule();
+}
+
+void ProbeDispatcher::pump() {
+  while (state_->running < max_concurrent_ && !queue_.empty()) {
+    Queued q = std::move(queue_.front());
+    queue_.pop_front();
+    launch(q.probe, q.from, std::move(q.done));
+  }
+}
+
 ProbeDispatcher::~ProbeDispatcher() {
+  queue_.clear();
   kick_.reset();
   plugins_.clear();
 }
@@ -53,15 +69,40 @@ void ProbeDispatcher::post(std::function<void()> fn) {
 void ProbeDispatcher::start(const config::Probe& probe, const config::Location& from,
                             std::function<void(ProbeResult)> done) {
   ++state_->in_flight;
+  if (state_->running < max_concurrent_ && queue_.empty())
+    return launch(probe, from, std::move(done));
+  if (queue_.size() < kMaxQueued) {
+    queue_.push_back({probe, from, std::move(done)});
+    return;
+  }
+  // Never dropped silently: the caller hears that the check did not run.
+  ProbeResult r;
+  r.missing = true;
+  r.error = (probe.kind.empty() ? std::string("probe") : probe.kind) +
+            ": not run: probe queue full (" + std::to_string(kMaxQueued) + " waiting)";
+  std::weak_ptr<State> weak = state_;
+  post([weak, r, done = std::move(done)] {
+    auto state = weak.lock();
+    if (!state) return;
+    --state->in_flight;
+    done(r);
+  });
+}
+
+void ProbeDispatcher::launch(const config::Probe& probe, const config::Location& from,
+                             std::function<void(ProbeResult)> done) {
+  ++state_->running;
   const auto t0 = std::chrono::steady_clock::now();
   // Shared by the plugin's callback and a failure posted here: whichever comes first wins,
   // so `done` runs once even if a plugin throws after taking the callback.
   auto once = std::make_shared<std::function<void(ProbeResult)>>(std::move(done));
   std::weak_ptr<State> weak = state_;
-  auto finish = [weak, once, t0, kind = probe.kind](ProbeResult r) {
+  auto finish = [this, weak, once, t0, kind = probe.kind](ProbeResult r) {
     auto state = weak.lock();
     if (!state || !*once) return;
     --state->in_flight;
+    --state->running;
+    if (!queue_.empty() && kick_) kick_->schedule();
     auto done = std::move(*once);
     *once = nullptr;
     if (!r.ok && !r.error.empty()) r.error = kind + ": " + r.error;

@@ -5,6 +5,7 @@
 #include <systemd/sd-event.h>
 
 #include <cstddef>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -36,8 +37,17 @@ class ProbeDispatcher {
   void start(const config::Probe& probe, const config::Location& from,
              std::function<void(ProbeResult)> done);
 
-  // Checks started and not yet called back.
+  // Checks started and not yet called back (running or queued).
   std::size_t in_flight() const { return state_->in_flight; }
+  // Checks waiting for a slot under the concurrency limit.
+  std::size_t queued() const { return queue_.size(); }
+
+  // At most `n` (>= 1) checks run at once; more wait in a FIFO queue of at most kMaxQueued.
+  // Beyond that a check is not run: its result says so and is marked `missing`.
+  void set_max_concurrent(std::size_t n);
+  std::size_t max_concurrent() const { return max_concurrent_; }
+  static constexpr std::size_t kMaxQueued = 65536;
+  static constexpr std::size_t kDefaultMaxConcurrent = 256;
 
   // Adds or replaces the plugin of `kind` (tests use this for stand-ins).
   void register_plugin(const std::string& kind, std::unique_ptr<ProbePlugin> plugin);
@@ -46,8 +56,17 @@ class ProbeDispatcher {
  private:
   struct State {
     std::size_t in_flight = 0;
+    std::size_t running = 0;
+  };
+  struct Queued {
+    config::Probe probe;
+    config::Location from;
+    std::function<void(ProbeResult)> done;
   };
   void post(std::function<void()> fn);
+  void launch(const config::Probe& probe, const config::Location& from,
+              std::function<void(ProbeResult)> done);
+  void pump();
 
   sd_event* event_;
   // Plugins are destroyed before the state, and callbacks hold it only weakly: nothing calls
@@ -55,6 +74,8 @@ class ProbeDispatcher {
   std::shared_ptr<State> state_ = std::make_shared<State>();
   std::map<std::string, std::unique_ptr<ProbePlugin>> plugins_;
   std::vector<std::function<void()>> posted_;
+  std::deque<Queued> queue_;
+  std::size_t max_concurrent_ = kDefaultMaxConcurrent;
   std::unique_ptr<platform::Defer> kick_;
 };
 

@@ -14,6 +14,9 @@ struct ProbeResult {
   // refused", "dns: NXDOMAIN"). See docs/probes.md for every text.
   std::string error;
   int http_status = 0;  // 0 when no HTTP response was received
+  // The check did not run (e.g. ProbeDispatcher's queue was full): no verdict, not a failure.
+  // The daemon counts it as a missing result.
+  bool missing = false;
 
   static ProbeResult success() {
     ProbeResult r;
