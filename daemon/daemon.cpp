@@ -5,7 +5,6 @@
 #include <syslog.h>
 #include <unistd.h>
 
-#include <random>
 #include <set>
 
 #include "daemon/daemon_group.hpp"
@@ -21,26 +20,6 @@ using core::Site;
 using core::State;
 
 namespace {
-
-std::string locations_text(const core::SiteHealth& h) {
-  std::string out;
-  for (const auto& l : h.locations) {
-    if (!out.empty()) out += ",";
-    out += l.location + "=" +
-           (l.verdict == core::Verdict::healthy     ? "h"
-            : l.verdict == core::Verdict::unhealthy ? "u"
-                                                    : "m");
-  }
-  return out;
-}
-
-// Random spread of round timers so groups and rounds do not fire in bursts.
-Millis jitter(Millis interval) {
-  static std::mt19937_64 rng{std::random_device{}()};
-  const int64_t span = std::min<int64_t>(interval.count() / 20, 500);
-  if (span <= 0) return Millis(0);
-  return Millis(std::uniform_int_distribution<int64_t>(-span, span)(rng));
-}
 
 std::string_view event_id_for(const core::Transition& t) {
   switch (t.to) {
@@ -64,6 +43,8 @@ Daemon::Daemon(DaemonOptions options, config::Config config)
   curl_ = std::make_unique<platform::CurlMulti>(event_.get());
   exec_ = std::make_unique<actions::ExecRunner>(event_.get());
   probes_ = std::make_unique<probes::ProbeDispatcher>(event_.get(), *curl_, *exec_);
+  intents_ = std::make_unique<store::IntentLog>(config_.daemon.state_db);
+  build_step_registry();
   started_ = now();
   metrics_ = std::make_unique<metrics::DaemonMetrics>(FAILOVERD_VERSION, started_);
   if (!config_.daemon.metrics_listen.empty())
@@ -82,8 +63,12 @@ Daemon::Daemon(DaemonOptions options, config::Config config)
 
 Daemon::~Daemon() {
   // Plans first (their children are killed), then the probes, then the store drains.
-  for (auto& [name, g] : groups_) g->running.reset();
+  for (auto& [name, g] : groups_) {
+    g->running.reset();
+    g->observer.reset();
+  }
   groups_.clear();
+  step_registry_.reset();  // plugins hold the loop's D-Bus/curl/exec resources
   control_.reset();
   metrics_server_.reset();
   probes_.reset();  // cancels exec checks, so before exec_
@@ -116,6 +101,9 @@ void Daemon::add_group(const config::Group& cfg, const std::map<std::string, std
       std::make_unique<platform::Timer>(event_.get(), [this, raw] { start_round(*raw); });
   g->plan_kick =
       std::make_unique<platform::Defer>(event_.get(), [this, raw] { run_next_plan(*raw); });
+  g->reconcile_timer =
+      std::make_unique<platform::Timer>(event_.get(), [this, raw] { start_reconcile(*raw); });
+  schedule_reconcile(*g);
   // An interrupted plan resumes at its first unverified step; nothing verified runs again.
   for (const auto& a : core::resume_actions(g->state)) {
     spdlog::warn("group {}: resuming {} plan {} interrupted by a restart", cfg.name,
@@ -124,74 +112,6 @@ void Daemon::add_group(const config::Group& cfg, const std::map<std::string, std
   }
   schedule_round(*g, Millis(0));
   groups_[cfg.name] = std::move(g);
-}
-
-void Daemon::schedule_round(Group& g, Millis delay) {
-  g.round_timer->arm_in(std::max(Millis(0), delay + jitter(delay)));
-}
-
-void Daemon::start_round(Group& g) {
-  if (stopping_) return;
-  if (g.in_flight > 0) {  // never two rounds of the same probes at once
-    g.round_pending = true;
-    return;
-  }
-  g.round_pending = false;
-  g.round_started_mono = platform::mono_now(event_.get());
-  g.round_started_wall = now();
-  const uint64_t gen = g.round_generation = ++generation_;
-  const std::string name = g.cfg.name;
-  for (const auto& loc_name : g.cfg.locations) {
-    const config::Location* loc = config_.find_location(loc_name);
-    if (!loc) continue;
-    for (Site site : {Site::primary, Site::secondary}) {
-      const config::Site& s = site == Site::primary ? g.cfg.primary : g.cfg.secondary;
-      for (const auto& probe : s.probes) {
-        ++g.in_flight;
-        probes_->start(
-            probe, *loc,
-            [this, name, gen, site, loc_name, probe_name = probe.name](probes::ProbeResult r) {
-              auto it = groups_.find(name);
-              if (it == groups_.end()) return;
-              Group& grp = *it->second;
-              if (gen != grp.round_generation) return;
-              grp.board.record({now(), site, loc_name, probe_name, r.ok});
-              if (!r.ok)
-                spdlog::debug("group {}: {} probe {} from {} failed: {}", name,
-                              core::to_string(site), probe_name, loc_name, r.error);
-              grp.last_results[{int(site), loc_name, probe_name}] = std::move(r);
-              if (--grp.in_flight == 0) finish_round(grp);
-            });
-      }
-    }
-  }
-  if (g.in_flight == 0) finish_round(g);
-}
-
-void Daemon::finish_round(Group& g) {
-  const core::Instant t = now();
-  const auto& policy = g.cfg.policy;
-  core::RoundInput in{t, g.board.health(Site::primary, t, policy),
-                      g.board.health(Site::secondary, t, policy)};
-  core::Decision d = core::decide(g.state, in, policy);
-  g.primary = in.primary;
-  g.secondary = in.secondary;
-  g.have_round = true;
-  ++g.rounds;
-  metrics_->count_round(g.cfg.name);
-  metrics_->set_site_health(g.cfg.name, Site::primary, in.primary);
-  metrics_->set_site_health(g.cfg.name, Site::secondary, in.secondary);
-  apply(g, d, std::nullopt);
-  store_->record_round({core::to_ms(t), g.cfg.name, std::string(core::to_string(g.state.state)),
-                        in.primary.healthy, in.primary.reporting, in.primary.configured,
-                        in.primary.known, in.secondary.healthy, in.secondary.reporting,
-                        in.secondary.configured, in.secondary.known, locations_text(in.primary),
-                        locations_text(in.secondary)});
-  update_status();
-  // The next round is due one interval after this one started, whatever the probes took.
-  const Millis elapsed = platform::mono_now(event_.get()) - g.round_started_mono;
-  schedule_round(g, core::round_interval(g.state, policy) - elapsed);
-  if (g.round_pending) start_round(g);
 }
 
 void Daemon::apply(Group& g, const core::Decision& d, std::optional<uint32_t> uid) {
@@ -238,110 +158,6 @@ void Daemon::save_state(Group& g) {
 
 void Daemon::enqueue(Group& g, const core::ActionRequest& a) {
   g.plans.push_back(a);
-  g.plan_kick->schedule();
-}
-
-void Daemon::run_next_plan(Group& g) {
-  g.retired.reset();
-  if (g.running || g.plans.empty() || stopping_) return;
-  core::ActionRequest a = g.plans.front();
-  g.plans.pop_front();
-  const std::string& name = g.cfg.name;
-  std::set<size_t> done;
-  if (a.resume) {
-    try {
-      for (const auto& s : store_->plan_steps(name, a.plan_id))
-        if (s.result == "ok") done.insert(size_t(s.step_index));
-    } catch (const std::exception& e) {
-      spdlog::error("group {}: cannot read steps of plan {}: {}", name, a.plan_id, e.what());
-    }
-  }
-  const std::string phase(core::to_string(a.phase));
-  std::map<std::string, std::string> env{
-      {"FAILOVER_GROUP", name},
-      {"FAILOVER_PHASE", phase},
-      {"FAILOVER_FROM", std::string(core::to_string(a.from))},
-      {"FAILOVER_TO", std::string(core::to_string(a.to))},
-      {"FAILOVER_PLAN_ID", std::to_string(a.plan_id)},
-      {"FAILOVER_INITIATOR", std::string(core::to_string(a.initiator))},
-      {"FAILOVER_TERM", std::to_string(a.term)},
-  };
-  if (a.phase == Phase::warm)
-    platform::journal_event(events::kWarm, LOG_NOTICE, "group " + name + ": warming secondary",
-                            {{"GROUP", name}, {"PLAN_ID", std::to_string(a.plan_id)}});
-  if (a.phase == Phase::cool)
-    platform::journal_event(events::kCool, LOG_NOTICE, "group " + name + ": cooling secondary",
-                            {{"GROUP", name}, {"PLAN_ID", std::to_string(a.plan_id)}});
-  spdlog::info("group {}: running {} plan {} ({} steps{})", name, phase, a.plan_id,
-               g.cfg.steps_for(a.phase).size(), a.resume ? ", resumed" : "");
-  auto run = std::make_unique<PlanRun>();
-  run->request = a;
-  const std::string initiator(core::to_string(a.initiator));
-  Group* gp = &g;
-  run->runner = std::make_unique<actions::PlanRunner>(
-      event_.get(), *exec_, g.cfg.steps_for(a.phase), env, done, options_.retry,
-      [this, name, a, phase, initiator](const actions::StepEvent& e) {
-        const int64_t t = core::to_ms(now());
-        store::ActionRecord r;
-        r.group = name;
-        r.plan_id = a.plan_id;
-        r.phase = phase;
-        r.step_index = int(e.index);
-        r.step_name = e.name;
-        r.kind = e.kind;
-        r.attempt = e.attempt;
-        r.started_ms = e.finished ? t - e.duration.count() : t;
-        r.ended_ms = e.finished ? t : 0;
-        r.result = e.result;
-        r.exit_code = e.exit_code;
-        r.output = e.output;
-        r.initiator = initiator;
-        r.term = a.term;
-        store_->record_action(std::move(r));
-        if (e.finished)
-          metrics_->observe_step(name, a.phase, e.name, e.result, e.duration.count() / 1000.0);
-        if (e.finished && e.result != "ok" && e.result != "skipped") {
-          spdlog::warn("group {}: {} step {} ({}) attempt {}: {}", name, phase, e.index, e.name,
-                       e.attempt, e.detail);
-          platform::journal_event(
-              events::kActionFailed, LOG_WARNING,
-              "group " + name + ": " + phase + " step " + e.name + " " + e.result + ": " + e.detail,
-              {{"GROUP", name},
-               {"PHASE", phase},
-               {"STEP", e.name},
-               {"ATTEMPT", std::to_string(e.attempt)},
-               {"RESULT", e.result}});
-        } else if (e.finished) {
-          spdlog::info("group {}: {} step {} ({}) {}", name, phase, e.index, e.name, e.result);
-        }
-      },
-      [this, gp](actions::PlanOutcome o) { plan_done(*gp, o); });
-  g.running = std::move(run);
-  g.running->runner->start();
-}
-
-void Daemon::plan_done(Group& g, const actions::PlanOutcome& outcome) {
-  const core::ActionRequest a = g.running->request;
-  const std::string& name = g.cfg.name;
-  const std::string phase(core::to_string(a.phase));
-  spdlog::log(outcome.ok ? spdlog::level::info : spdlog::level::err, "group {}: {} plan {} {}: {}",
-              name, phase, a.plan_id, outcome.ok ? "done" : "FAILED", outcome.detail);
-  metrics_->count_plan(name, a.phase, outcome.ok);
-  if (a.phase == Phase::failover || a.phase == Phase::failback) {
-    const bool over = a.phase == Phase::failover;
-    platform::journal_event(
-        over ? (outcome.ok ? events::kFailoverFinished : events::kFailoverFailed)
-             : (outcome.ok ? events::kFailbackFinished : events::kFailbackFailed),
-        outcome.ok ? LOG_NOTICE : LOG_ERR,
-        "group " + name + ": " + phase + " plan " + std::to_string(a.plan_id) +
-            (outcome.ok ? " finished: " : " failed: ") + outcome.detail,
-        {{"GROUP", name}, {"PLAN_ID", std::to_string(a.plan_id)}, {"DETAIL", outcome.detail}});
-    core::PlanResult r{now(), a.phase, a.plan_id, outcome.ok, outcome.detail};
-    apply(g, core::plan_finished(g.state, r, g.cfg.policy), std::nullopt);
-    update_status();
-  }
-  // We are inside the runner's own callback: free it from the loop, not from here.
-  g.retired = std::move(g.running);
   g.plan_kick->schedule();
 }
 

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <random>
 #include <string>
 #include <tuple>
 
@@ -24,7 +25,9 @@
 #include "daemon/metrics/server.hpp"
 #include "daemon/platform/curl_multi.hpp"
 #include "daemon/platform/event.hpp"
+#include "daemon/store/intents.hpp"
 #include "daemon/store/store.hpp"
+#include "probes/agent_client.hpp"
 #include "probes/dispatcher.hpp"
 
 namespace fo {
@@ -35,6 +38,8 @@ struct DaemonOptions {
   actions::RetryPolicy retry;
   // Enables the debug_stall control command (blocks the loop; for watchdog tests only).
   bool debug_commands = false;
+  // Seed of the round timers' jitter (tests pin it); 0: random.
+  uint64_t round_seed = 0;
 };
 
 class Daemon {
@@ -57,8 +62,18 @@ class Daemon {
   void schedule_round(Group& g, core::Millis delay);
   void start_round(Group& g);
   void finish_round(Group& g);
+  void end_check(Group& g, uint64_t gen);
+  void record_result(Group& g, uint64_t gen, core::Site site, const std::string& location,
+                     const std::string& probe, probes::ProbeResult r);
+  probes::AgentClient& agent_for(const config::Location& loc);
   void apply(Group& g, const core::Decision& d, std::optional<uint32_t> uid);
   void enqueue(Group& g, const core::ActionRequest& a);
+  void build_step_registry();
+  void schedule_reconcile(Group& g);
+  void start_reconcile(Group& g);
+  void reconcile_done(Group& g, const actions::PlanOutcome& outcome);
+  void record_step(const std::string& group, const core::ActionRequest& a,
+                   const actions::StepEvent& e);
   void run_next_plan(Group& g);
   void plan_done(Group& g, const actions::PlanOutcome& outcome);
   void save_state(Group& g);
@@ -69,6 +84,7 @@ class Daemon {
   nlohmann::json handle(const control::Request& r);
   nlohmann::json dispatch(const control::Request& r);
   nlohmann::json handle_status();
+  nlohmann::json locations_json(const Group& g) const;
   nlohmann::json handle_history(const nlohmann::json& args);
   nlohmann::json handle_plan(const nlohmann::json& args);
   nlohmann::json handle_command(const control::Request& r, core::Command c);
@@ -82,6 +98,8 @@ class Daemon {
   std::unique_ptr<store::Store> store_;
   std::unique_ptr<platform::CurlMulti> curl_;
   std::unique_ptr<actions::ExecRunner> exec_;
+  std::unique_ptr<store::IntentLog> intents_;
+  std::unique_ptr<actions::StepRegistry> step_registry_;
   std::unique_ptr<probes::ProbeDispatcher> probes_;
   std::map<std::string, std::unique_ptr<Group>> groups_;
   std::unique_ptr<control::ControlServer> control_;
@@ -92,6 +110,8 @@ class Daemon {
   bool stopping_ = false;
   core::Instant started_{};
   uint64_t generation_ = 0;  // round counter; results of an abandoned round are dropped
+  std::map<std::string, std::unique_ptr<probes::AgentClient>> agents_;  // by location name
+  std::mt19937_64 round_rng_{options_.round_seed ? options_.round_seed : std::random_device{}()};
 };
 
 }  // namespace fo

@@ -5,6 +5,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <tuple>
 
@@ -51,11 +52,24 @@ struct Daemon::Group {
   core::Millis round_started_mono{0};
   core::Instant round_started_wall{};
   bool round_pending = false;  // the timer fired while the previous round was still out
+  // Rounds (daemon_round.cpp): the open round ends at its deadline at the latest.
+  using ProbeKey = std::tuple<int, std::string, std::string>;  // (site, location, probe)
+  bool round_open = false;
+  std::unique_ptr<platform::Timer> deadline_timer;
+  std::set<ProbeKey> probing;   // checks still running, whichever round started them
+  uint64_t skipped_checks = 0;  // not started: the previous check of it was still running
+  uint64_t late_results = 0;    // arrived after their round's deadline (ignored)
 
   std::deque<core::ActionRequest> plans;
   std::unique_ptr<PlanRun> running;
   std::unique_ptr<PlanRun> retired;            // finished; freed on the next loop iteration
   std::unique_ptr<platform::Defer> plan_kick;  // runs the next plan outside plan callbacks
+
+  // Reconciliation: observes the effect of the active site's plan every reconcile_interval.
+  std::unique_ptr<platform::Timer> reconcile_timer;
+  std::unique_ptr<actions::PlanRunner> observer;
+  std::unique_ptr<actions::PlanRunner> observer_retired;  // freed on the next loop iteration
+  std::string last_drift;  // "" when the last observation found none
 };
 
 }  // namespace fo

@@ -20,5 +20,6 @@ inline constexpr std::string_view kConfigReloaded = "0e19109e431c4e84a2046c0533f
 inline constexpr std::string_view kConfigRejected = "e66ecd7a751d4d0bb23eb63c45b4f2e9";
 inline constexpr std::string_view kAlert = "e542b9d02a0c481cadcb11cb6aa88427";
 inline constexpr std::string_view kCool = "54b34c82771e4b6e844161ef319da554";
+inline constexpr std::string_view kReconcileDrift = "c8acfe6f6a574a59989a2734ee11115e";
 
 }  // namespace fo::events

@@ -73,7 +73,8 @@ bool valid_listen(std::string_view s) {
 
 DaemonSettings parse_daemon(ErrorSink& sink, const toml::table& table) {
   TableReader r(sink, table, "in [daemon]", "daemon.",
-                {"state_db", "control_socket", "log_level", "store_queue_limit", "metrics_listen"});
+                {"state_db", "control_socket", "log_level", "store_queue_limit", "metrics_listen",
+                 "max_concurrent_probes"});
   r.reject_unknown_keys();
   DaemonSettings d;
   auto non_empty = [&](std::string_view key, std::size_t max_len, std::string& out) {
@@ -89,6 +90,8 @@ DaemonSettings parse_daemon(ErrorSink& sink, const toml::table& table) {
   if (auto v = r.choice("log_level", {"debug", "info", "warn", "error"})) d.log_level = *v;
   if (auto v = r.integer("store_queue_limit", 100, 1000000))
     d.store_queue_limit = static_cast<std::size_t>(*v);
+  if (auto v = r.integer("max_concurrent_probes", 1, 65536))
+    d.max_concurrent_probes = static_cast<std::size_t>(*v);
   if (auto v = r.string("metrics_listen", 64)) {
     if (v->empty() || valid_listen(*v))
       d.metrics_listen = *v;
@@ -118,10 +121,71 @@ struct Locations {
   bool checkable = true;  // false if [[location]] itself was malformed: skip reference checks
 };
 
+// "http://IP:PORT" or "https://[v6]:PORT", optionally with a trailing "/": an IP literal, so
+// no name lookup ever happens for an agent, and no path (the protocol fixes the paths).
+std::string agent_url_problem(std::string_view url) {
+  std::string_view rest;
+  if (url.substr(0, 7) == "http://")
+    rest = url.substr(7);
+  else if (url.substr(0, 8) == "https://")
+    rest = url.substr(8);
+  else
+    return "must start with http:// or https://";
+  if (!rest.empty() && rest.back() == '/') rest.remove_suffix(1);
+  if (rest.find('/') != std::string_view::npos || rest.find('@') != std::string_view::npos ||
+      rest.find('?') != std::string_view::npos)
+    return "must be scheme://IP:PORT only (no path, user or query)";
+  const std::size_t colon = rest.rfind(':');
+  if (colon == std::string_view::npos || colon + 1 == rest.size())
+    return "needs an explicit port (e.g. http://192.0.2.7:9773)";
+  if (!valid_listen(rest))
+    return "must name an IP address and a port 1..65535, e.g. \"http://192.0.2.7:9773\"";
+  if (rest.substr(colon + 1) == "0") return "port 0 is not a valid agent port";
+  return "";
+}
+
+void parse_agent_keys(const TableReader& r, Location& loc) {
+  if (auto url = r.string("url", 256)) {
+    if (std::string problem = agent_url_problem(*url); !problem.empty())
+      r.error_at_value("url", "location.url: " + quote(*url) + " " + problem);
+    else
+      loc.agent.url = url->back() == '/' ? url->substr(0, url->size() - 1) : *url;
+  } else if (!r.has("url")) {
+    r.missing("url");
+  }
+  if (!r.has("token_file")) r.missing("token_file");
+  for (auto [key, out] :
+       {std::pair<std::string_view, std::string*>{"token_file", &loc.agent.token_file},
+        {"ca_file", &loc.agent.ca_file}}) {
+    if (auto v = r.string(key, kMaxPathLen)) {
+      if (v->empty() || v->front() != '/')
+        r.error_at_value(key, r.path(key) + ": " + quote(*v) + " must be an absolute path");
+      else
+        *out = *v;
+    }
+  }
+  if (auto v = r.boolean("tls_verify")) loc.agent.tls_verify = *v;
+  if (r.has("ca_file") && loc.agent.url.substr(0, 7) == "http://")
+    r.error_at_key("ca_file", "location.ca_file: only for https:// agents");
+  if (auto v = r.duration("timeout", core::Millis(10), std::chrono::minutes(5)))
+    loc.agent.timeout = *v;
+  for (std::string_view key : {"source_address", "interface"})
+    if (r.has(key))
+      r.error_at_key(key, r.path(key) +
+                              ": only for kind = \"local\" (an agent probes from its "
+                              "own host)");
+}
+
 Locations parse_locations(const TableReader& top) {
   Locations out;
+  const auto default_local = [&] {
+    Location l;
+    l.name = "local";
+    l.pos = top.sink().file_start();
+    return l;
+  };
   if (!top.has("location")) {
-    out.list.push_back(Location{"local", LocationKind::local, "", "", top.sink().file_start()});
+    out.list.push_back(default_local());
     return out;
   }
   const toml::array* arr = top.table_array("location", detail::kMaxLocations);
@@ -130,12 +194,18 @@ Locations parse_locations(const TableReader& top) {
     return out;
   }
   if (arr->empty()) {
-    out.list.push_back(Location{"local", LocationKind::local, "", "", top.sink().file_start()});
+    out.list.push_back(default_local());
     return out;
   }
   for (const toml::node& n : *arr) {
-    TableReader r(top.sink(), *n.as_table(), "in [[location]]", "location.",
-                  {"name", "kind", "source_address", "interface"});
+    const toml::node* kind_node = n.as_table()->get("kind");
+    const bool agent = kind_node && kind_node->value<std::string>() == "agent";
+    TableReader r(
+        top.sink(), *n.as_table(), "in [[location]]", "location.",
+        agent
+            ? std::vector<std::string_view>{"name", "kind", "url", "token_file", "ca_file",
+                                            "tls_verify", "timeout", "source_address", "interface"}
+            : std::vector<std::string_view>{"name", "kind", "source_address", "interface"});
     r.reject_unknown_keys();
     Location loc;
     loc.pos = top.sink().pos(n.source());
@@ -151,28 +221,31 @@ Locations parse_locations(const TableReader& top) {
     }
     if (auto kind = r.string("kind", 1024)) {
       if (*kind == "agent")
-        r.error_at_value("kind",
-                         "location.kind: agent locations are not supported yet (supported: local)");
+        loc.kind = LocationKind::agent;
       else if (*kind != "local")
         r.error_at_value("kind", "location.kind: unsupported location kind " + quote(*kind) +
-                                     " (supported: local)");
+                                     " (supported: local, agent)");
     } else if (!r.has("kind")) {
       r.missing("kind");
     }
-    if (auto addr = r.string("source_address", 64)) {
-      if (valid_address(*addr))
-        loc.source_address = *addr;
-      else
-        r.error_at_value("source_address", "location.source_address: " + quote(*addr) +
-                                               " is not an IPv4 or IPv6 address");
-    }
-    if (auto ifname = r.string("interface", 1024)) {
-      if (valid_interface(*ifname))
-        loc.interface = *ifname;
-      else
-        r.error_at_value("interface", "location.interface: " + quote(*ifname) +
-                                          " is not an interface name (1..15 characters, no "
-                                          "'/', ':' or spaces)");
+    if (agent) {
+      parse_agent_keys(r, loc);
+    } else {
+      if (auto addr = r.string("source_address", 64)) {
+        if (valid_address(*addr))
+          loc.source_address = *addr;
+        else
+          r.error_at_value("source_address", "location.source_address: " + quote(*addr) +
+                                                 " is not an IPv4 or IPv6 address");
+      }
+      if (auto ifname = r.string("interface", 1024)) {
+        if (valid_interface(*ifname))
+          loc.interface = *ifname;
+        else
+          r.error_at_value("interface", "location.interface: " + quote(*ifname) +
+                                            " is not an interface name (1..15 characters, no "
+                                            "'/', ':' or spaces)");
+      }
     }
     if (loc.name.empty()) continue;
     bool duplicate = false;

@@ -11,6 +11,10 @@
 #include <string_view>
 #include <vector>
 
+#include "daemon/config/step_dns.hpp"
+#include "daemon/config/step_postgres.hpp"
+#include "daemon/config/step_systemd.hpp"
+#include "daemon/config/step_webhook.hpp"
 #include "daemon/core/types.hpp"
 
 namespace fo::config {
@@ -43,16 +47,28 @@ struct DaemonSettings {
   std::size_t store_queue_limit = 10000;
   // Prometheus endpoint: "ADDR:PORT" or "[IPv6]:PORT" (IP literals only); "" disables it.
   std::string metrics_listen = "127.0.0.1:9772";
+  // Checks running at once across all groups; more wait in ProbeDispatcher's bounded queue.
+  std::size_t max_concurrent_probes = 256;
 };
 
-enum class LocationKind { local };
+enum class LocationKind { local, agent };
+
+// kind = "agent": a remote `failoverd --agent` that runs the probes (docs/agent-protocol.md).
+struct AgentEndpoint {
+  std::string url;         // "http://IP:PORT" or "https://IP:PORT", no path
+  std::string token_file;  // bearer token; read (and permission-checked) at every request
+  std::string ca_file;     // PEM trust anchors for https; "" = the system store
+  bool tls_verify = true;
+  core::Millis timeout{0};  // 0: the group's round deadline; never more than it
+};
 
 struct Location {
   std::string name;
   LocationKind kind = LocationKind::local;
-  std::string source_address;  // optional: bind probes to this local address
-  std::string interface;       // optional: bind probes to this interface
+  std::string source_address;  // optional (local only): bind probes to this local address
+  std::string interface;       // optional (local only): bind probes to this interface
   SourcePos pos;
+  AgentEndpoint agent;  // kind == agent only
 };
 
 struct StatusRange {
@@ -141,11 +157,19 @@ struct Site {
   SourcePos pos;
 };
 
+// One step of a phase's plan. `kind` selects which member holds its parameters.
 struct Step {
   std::string name;  // default "<kind>#<index>"
-  std::string kind;  // "exec"
+  std::string kind;  // "exec" | "check" | "dns" | "postgres" | "systemd" | "webhook"
+  // exec
   std::vector<std::string> argv;
   std::map<std::string, std::string> env;
+  // check: a probe that must pass. Check steps run before any step of the plan changes anything.
+  Probe check;
+  DnsStep dns;
+  PostgresStep postgres;
+  SystemdStep systemd;
+  WebhookStep webhook;
   core::Millis timeout{60000};
   int retries = 0;
   bool abort_on_failure = true;  // on_failure = "abort" | "continue"

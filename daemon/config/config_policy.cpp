@@ -31,7 +31,8 @@ core::Policy parse_policy(const TableReader& group, std::optional<core::Millis> 
   TableReader r(group.sink(), table ? *table : kEmpty, "in [group.policy]", "policy.",
                 {"warm_below", "cool_after", "failover_below", "failover_after", "secondary_min",
                  "failback", "failback_above", "failback_stable", "min_dwell", "flap_limit",
-                 "flap_window", "degraded_interval", "stale_after", "min_locations", "require"});
+                 "flap_window", "degraded_interval", "stale_after", "min_locations", "require",
+                 "reconcile_interval"});
   if (!table) {
     p.failback_above = p.warm_below;
     return p;
@@ -70,6 +71,8 @@ core::Policy parse_policy(const TableReader& group, std::optional<core::Millis> 
                                          format_number(p.failover_below) + ")");
   }
 
+  if (auto v = r.duration("reconcile_interval", core::Millis(0), std::chrono::hours(24)))
+    p.reconcile_interval = *v;
   if (auto v = r.duration("degraded_interval", core::Millis(100), kMaxDuration)) {
     if (interval && *v > *interval)
       r.error_at_key("degraded_interval", "policy.degraded_interval (" + format_exact(*v) +

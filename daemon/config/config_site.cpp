@@ -1,5 +1,5 @@
-// Config loader: the probes of a site ([group.primary] / [group.secondary]) and the steps of a
-// phase ([[group.warm]], [[group.failover]], [[group.failback]], [[group.cool]]).
+// Config loader: the probes of a site ([group.primary] / [group.secondary]), and the value
+// helpers (endpoints, names, paths, argv, ...) shared with the step parsers.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
@@ -48,6 +48,8 @@ std::vector<std::string_view> probe_keys(std::string_view kind) {
   keys.insert(keys.end(), more.begin(), more.end());
   return keys;
 }
+
+}  // namespace
 
 std::string name_problem(std::string_view field, std::string_view value) {
   return std::string(field) + ": " + quote(value) +
@@ -588,22 +590,6 @@ std::optional<std::vector<std::string>> parse_argv(const TableReader& r) {
   return argv;
 }
 
-Step parse_step(const TableReader& r, std::size_t index) {
-  Step step;
-  step.pos = r.sink().pos(r.table().source());
-  if (!check_kind(r, {"exec"}, "step")) return step;
-  step.kind = "exec";
-  r.reject_unknown_keys();
-  step.name = read_name(r, "exec", index);
-  if (auto argv = parse_argv(r)) step.argv = std::move(*argv);
-  if (auto v = r.string_map("env", kMaxEnv, kMaxEnvValue, env_name_problem))
-    step.env = std::move(*v);
-  if (auto v = r.duration("timeout", core::Millis(1), std::chrono::hours(1))) step.timeout = *v;
-  if (auto v = r.integer("retries", 0, 10)) step.retries = static_cast<int>(*v);
-  if (auto v = r.choice("on_failure", {"abort", "continue"})) step.abort_on_failure = *v == "abort";
-  return step;
-}
-
 Probe parse_probe(ErrorSink& sink, const toml::table& table, const std::string& probe_path,
                   std::size_t index, std::optional<core::Millis> interval) {
   Probe probe;
@@ -638,24 +624,6 @@ Probe parse_probe(ErrorSink& sink, const toml::table& table, const std::string& 
   return probe;
 }
 
-// Items of a site or phase share one name space; report the later duplicate.
-template <typename Item>
-void check_unique(const TableReader& item_reader, const std::vector<Item>& earlier,
-                  const Item& item, std::string_view what) {
-  for (const Item& other : earlier) {
-    if (!item.name.empty() && other.name == item.name) {
-      std::string message = "duplicate " + std::string(what) + " name " + quote(item.name) +
-                            " (first defined at line " + std::to_string(other.pos.line) + ")";
-      if (item_reader.has("name"))
-        item_reader.error_at_value("name", message);
-      else
-        item_reader.sink().add(item_reader.table().source(), message);
-      return;
-    }
-  }
-}
-
-}  // namespace
 
 Site parse_site(const TableReader& group, const std::string& site_key,
                 std::optional<core::Millis> interval) {
@@ -685,23 +653,6 @@ Site parse_site(const TableReader& group, const std::string& site_key,
     site.probes.push_back(std::move(probe));
   }
   return site;
-}
-
-std::vector<Step> parse_steps(const TableReader& group, core::Phase phase) {
-  std::vector<Step> steps;
-  const std::string key(core::to_string(phase));
-  const toml::array* items = group.table_array(key, kMaxStepsPerPhase);
-  if (!items) return steps;
-  const std::string step_path = "group." + key;
-  for (std::size_t i = 0; i < items->size(); ++i) {
-    TableReader r(group.sink(), *items->get(i)->as_table(), "in [[" + step_path + "]]",
-                  step_path + ".",
-                  {"kind", "name", "argv", "env", "timeout", "retries", "on_failure"});
-    Step step = parse_step(r, i);
-    check_unique(r, steps, step, "step");
-    steps.push_back(std::move(step));
-  }
-  return steps;
 }
 
 }  // namespace fo::config::detail

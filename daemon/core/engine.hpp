@@ -78,6 +78,10 @@ struct ActionRequest {
   Site to = Site::secondary;
   uint64_t term = 0;    // fencing token for multi-instance operation
   bool resume = false;  // re-issued after a restart: skip steps already verified
+  // A reconciliation repair: the steps of the plan that made `to` serve, run again because the
+  // world drifted. Like warm/cool it does not change the group's state; its result is only
+  // reported.
+  bool repair = false;
 };
 
 struct Transition {
@@ -98,6 +102,17 @@ struct Decision {
 Decision decide(const GroupState& state, const RoundInput& in, const Policy& policy);
 Decision apply_command(const GroupState& state, const CommandInput& in, const Policy& policy);
 Decision plan_finished(const GroupState& state, const PlanResult& in, const Policy& policy);
+// Reconciliation observed that the world differs from the intended state (`detail` says how).
+struct DriftInput {
+  Instant now;
+  std::string detail;
+};
+// Repairs the drift with the steps of the plan that made the active site serve (failover steps
+// for the secondary, failback steps for the primary), counted by the flap guard; holds the group
+// when one more repair would exceed it. Ignored while a plan is in flight or the group is held
+// (the operator owns it then), and only reported while a switch is being decided.
+Decision drift_found(const GroupState& state, const DriftInput& in, const Policy& policy);
+
 // After a restart: re-issue the interrupted plan (resume = true), if any. Changes no state.
 std::vector<ActionRequest> resume_actions(const GroupState& state);
 

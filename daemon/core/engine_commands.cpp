@@ -183,4 +183,47 @@ Decision plan_finished(const GroupState& state, const PlanResult& in, const Poli
   return d;
 }
 
+Decision drift_found(const GroupState& state, const DriftInput& in, const Policy& policy) {
+  Decision d;
+  d.next = state;
+  GroupState& s = d.next;
+  if (s.state == State::held) {
+    d.reason = "drift left alone while held (" + in.detail + ")";
+    d.accepted = false;
+    return d;
+  }
+  if (s.plan_phase) {
+    d.reason =
+        "drift not repaired while plan " + std::to_string(s.plan_id) + " runs (" + in.detail + ")";
+    d.accepted = false;
+    return d;
+  }
+  while (!s.flap_times.empty() && in.now - s.flap_times.front() >= policy.flap_window)
+    s.flap_times.pop_front();
+  if (static_cast<int>(s.flap_times.size()) + 1 > policy.flap_limit) {
+    s.held_reason = "flap guard: drift repair would be automatic change " +
+                    std::to_string(s.flap_times.size() + 1) + " within " +
+                    format_duration(policy.flap_window) + " (flap_limit " +
+                    std::to_string(policy.flap_limit) + "); drift: " + in.detail;
+    enter(d, State::held, in.now, Initiator::automatic);
+    d.reason = "holding for a human: " + s.held_reason;
+    d.alert = true;
+    return d;
+  }
+  s.flap_times.push_back(in.now);
+  ActionRequest a;
+  a.phase = s.active == Site::secondary ? Phase::failover : Phase::failback;
+  a.plan_id = s.next_plan_id++;
+  a.initiator = Initiator::automatic;
+  a.to = s.active;
+  a.from = s.active == Site::secondary ? Site::primary : Site::secondary;
+  a.term = s.term;
+  a.repair = true;
+  d.actions.push_back(a);
+  d.reason = "repairing drift with the " + std::string(to_string(a.phase)) + " steps (plan " +
+             std::to_string(a.plan_id) + "): " + in.detail;
+  d.alert = true;
+  return d;
+}
+
 }  // namespace fo::core

@@ -79,6 +79,8 @@ struct Policy {
   Millis min_dwell{std::chrono::minutes(10)};
   int flap_limit = 3;
   Millis flap_window{std::chrono::hours(1)};
+  // How often the world is compared with the intended state (DNS, writable database); 0: never.
+  Millis reconcile_interval{std::chrono::seconds(60)};
 };
 
 }  // namespace fo::core

@@ -104,6 +104,53 @@ CREATE TABLE group_state (
     {2, R"sql(
 ALTER TABLE transitions ADD COLUMN active TEXT NOT NULL DEFAULT '';
 )sql"},
+    // 3: pre-check rows beside apply rows (stage joins the key), and the synchronous intent log.
+    {3, R"sql(
+CREATE TABLE action_steps_v3 (
+  id INTEGER PRIMARY KEY,
+  group_name TEXT NOT NULL,
+  plan_id INTEGER NOT NULL,
+  phase TEXT NOT NULL,
+  stage TEXT NOT NULL DEFAULT 'apply',
+  step_index INTEGER NOT NULL,
+  step_name TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  attempt INTEGER NOT NULL,
+  started_ms INTEGER NOT NULL,
+  ended_ms INTEGER NOT NULL,
+  result TEXT NOT NULL,
+  exit_code INTEGER NOT NULL,
+  output TEXT NOT NULL,
+  initiator TEXT NOT NULL,
+  term INTEGER NOT NULL,
+  detail TEXT NOT NULL DEFAULT '',
+  UNIQUE (group_name, plan_id, phase, stage, step_index, attempt)
+);
+INSERT INTO action_steps_v3 (id, group_name, plan_id, phase, step_index, step_name, kind, attempt,
+                             started_ms, ended_ms, result, exit_code, output, initiator, term)
+  SELECT id, group_name, plan_id, phase, step_index, step_name, kind, attempt, started_ms,
+         ended_ms, result, exit_code, output, initiator, term FROM action_steps;
+DROP TABLE action_steps;
+ALTER TABLE action_steps_v3 RENAME TO action_steps;
+CREATE INDEX action_steps_group_ts ON action_steps(group_name, started_ms);
+CREATE INDEX action_steps_ts ON action_steps(started_ms);
+
+CREATE TABLE intents (
+  group_name TEXT NOT NULL,
+  plan_id INTEGER NOT NULL,
+  step_index INTEGER NOT NULL,
+  idempotency_key TEXT NOT NULL,
+  phase TEXT NOT NULL,
+  step_name TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  term INTEGER NOT NULL,
+  begun INTEGER NOT NULL,
+  started_ms INTEGER NOT NULL,
+  done_ms INTEGER NOT NULL DEFAULT 0,
+  detail TEXT NOT NULL DEFAULT '',
+  PRIMARY KEY (group_name, plan_id, step_index)
+);
+)sql"},
 };
 
 [[noreturn]] void fail(const std::string& path, const std::string& what) {

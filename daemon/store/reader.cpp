@@ -11,7 +11,7 @@ constexpr const char* kTransitionCols =
     "FROM transitions";
 constexpr const char* kActionCols =
     "SELECT group_name, plan_id, phase, step_index, step_name, kind, attempt, started_ms, "
-    "ended_ms, result, exit_code, output, initiator, term FROM action_steps";
+    "ended_ms, result, exit_code, output, initiator, term, stage, detail FROM action_steps";
 constexpr const char* kRoundCols =
     "SELECT ts_ms, group_name, state, p_healthy, p_reporting, p_configured, p_known, s_healthy, "
     "s_reporting, s_configured, s_known, p_locations, s_locations FROM rounds";
@@ -91,6 +91,8 @@ ActionRecord action_row(const db::Stmt& s) {
   r.output = s.text_col(11);
   r.initiator = s.text_col(12);
   r.term = static_cast<uint64_t>(s.int_col(13));
+  r.stage = s.text_col(14);
+  r.detail = s.text_col(15);
   return r;
 }
 

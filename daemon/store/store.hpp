@@ -50,6 +50,7 @@ struct ActionRecord {
   std::string group;
   uint64_t plan_id = 0;
   std::string phase;
+  std::string stage = "apply";  // "check" (pre-check, changed nothing) | "apply"
   int step_index = 0;
   std::string step_name, kind;
   int attempt = 0;
@@ -59,6 +60,7 @@ struct ActionRecord {
   std::string output;  // excerpt; stored truncated to kMaxTextBytes
   std::string initiator;
   uint64_t term = 0;
+  std::string detail;  // one line from the step kind ("3/3 servers answer ...")
 
   bool operator==(const ActionRecord&) const = default;
 };

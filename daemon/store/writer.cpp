@@ -52,14 +52,16 @@ Writer::Writer(db::DbPtr conn, size_t queue_limit)
       upsert_action_(db_.get(),
                      "INSERT INTO action_steps (group_name, plan_id, phase, step_index, "
                      "step_name, kind, attempt, started_ms, ended_ms, result, exit_code, output, "
-                     "initiator, term) "
-                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) "
-                     "ON CONFLICT (group_name, plan_id, phase, step_index, attempt) DO UPDATE SET "
+                     "initiator, term, stage, detail) "
+                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, "
+                     "?16) "
+                     "ON CONFLICT (group_name, plan_id, phase, stage, step_index, attempt) "
+                     "DO UPDATE SET "
                      "step_name = excluded.step_name, kind = excluded.kind, "
                      "started_ms = excluded.started_ms, ended_ms = excluded.ended_ms, "
                      "result = excluded.result, exit_code = excluded.exit_code, "
                      "output = excluded.output, initiator = excluded.initiator, "
-                     "term = excluded.term"),
+                     "term = excluded.term, detail = excluded.detail"),
       insert_command_(db_.get(),
                       "INSERT INTO commands (ts_ms, group_name, command, uid, arguments, result) "
                       "VALUES (?1, ?2, ?3, ?4, ?5, ?6)"),
@@ -336,6 +338,8 @@ int Writer::write_record(const Record& rec) {
                           s.bind(12, r.output);
                           s.bind(13, r.initiator);
                           s.bind(14, as_int(r.term));
+                          s.bind(15, r.stage);
+                          s.bind(16, r.detail);
                           return run_once(s);
                         },
                         [&](const CommandRecord& r) {

@@ -7,6 +7,7 @@
 #include <set>
 #include <vector>
 
+#include "actions/exec/exec_step.hpp"
 #include "actions/executor.hpp"
 #include "test_support.hpp"
 
@@ -30,14 +31,38 @@ struct Recorded {
   std::chrono::steady_clock::time_point at;
 };
 
+StepRegistry make_registry(ExecRunner& exec) {
+  StepRegistry r;
+  r.add("exec", make_exec_step_plugin(exec));
+  return r;
+}
+
+StepContext context(std::map<std::string, std::string> env = {}) {
+  StepContext c;
+  c.group = "web";
+  c.plan_id = 7;
+  c.env = std::move(env);
+  return c;
+}
+
+PlanOptions options(std::set<std::size_t> done, RetryPolicy retry) {
+  PlanOptions o;
+  o.already_done = std::move(done);
+  o.retry = retry;
+  return o;
+}
+
 struct PlanFixture {
   std::unique_ptr<sd_event, EventDeleter> loop = new_loop();
   TempDir dir;
   ExecRunner exec{loop.get()};
+  StepRegistry registry = make_registry(exec);
   std::vector<Recorded> events;
   std::optional<PlanOutcome> outcome;
   int done_calls = 0;
   std::unique_ptr<PlanRunner> plan;
+  std::function<std::string(std::size_t, const std::string&)> intent_begin;
+  std::function<std::string(std::size_t, const StepOutcome&)> intent_done;
 
   Step step(const std::string& name, const std::string& body, int retries = 0,
             bool abort_on_failure = true) {
@@ -55,16 +80,19 @@ struct PlanFixture {
       std::vector<Step> steps, std::map<std::string, std::string> ctx = {},
       std::set<std::size_t> done = {}, RetryPolicy retry = policy(10ms),
       std::function<double()> random01 = [] { return 0.5; }) {
-    plan = std::make_unique<PlanRunner>(
-        loop.get(), exec, std::move(steps), std::move(ctx), std::move(done), retry,
-        [this](const StepEvent& ev) {
-          events.push_back({ev, std::chrono::steady_clock::now()});
-        },
-        [this](PlanOutcome o) {
-          ++done_calls;
-          outcome = std::move(o);
-        },
-        std::move(random01));
+    PlanHooks hooks;
+    hooks.on_step = [this](const StepEvent& ev) {
+      events.push_back({ev, std::chrono::steady_clock::now()});
+    };
+    hooks.on_done = [this](PlanOutcome o) {
+      ++done_calls;
+      outcome = std::move(o);
+    };
+    hooks.intent_begin = intent_begin;
+    hooks.intent_done = intent_done;
+    plan = std::make_unique<PlanRunner>(loop.get(), registry, std::move(steps),
+                                        context(std::move(ctx)), options(std::move(done), retry),
+                                        std::move(hooks), std::move(random01));
   }
 
   bool run_to_end(std::chrono::milliseconds limit = 20s) {
@@ -137,7 +165,9 @@ TEST_CASE("plan: context env reaches each step and FAILOVER_* cannot be overridd
   REQUIRE(f.outcome);
   CHECK(f.outcome->ok);
   REQUIRE(f.events.size() == 2);
-  CHECK(f.events[1].ev.output == std::string("FAILOVER_GROUP=web\nFAILOVER_PHASE=failover\n") +
+  CHECK(f.events[1].ev.output == std::string("FAILOVER_GROUP=web\n") +
+                                     "FAILOVER_IDEMPOTENCY_KEY=web/7/0\n" +
+                                     "FAILOVER_PHASE=failover\nFAILOVER_STEP=env\n" +
                                      "MY_SETTING=1\nPATH=" + kChildPath + "\n");
 }
 
@@ -239,9 +269,10 @@ TEST_CASE("plan: an unknown step kind fails with a clear message", "[plan]") {
   REQUIRE(f.run_to_end());
   REQUIRE(f.outcome);
   CHECK_FALSE(f.outcome->ok);
-  CHECK(f.outcome->detail == "step 1 (dns#0) failed: unknown step kind 'dns'");
-  CHECK(f.trace() == Trace{"0:start:1", "0:failed:1"});
-  CHECK(f.events[1].ev.detail == "unknown step kind 'dns'");
+  CHECK(f.outcome->changed_nothing);  // found in the pre-check stage
+  CHECK(f.outcome->detail == "pre-check of step 1 (dns#0) failed: unknown step kind 'dns'");
+  REQUIRE(f.trace() == Trace{"0:failed:1"});
+  CHECK(f.events[0].ev.detail == "unknown step kind 'dns'");
 }
 
 TEST_CASE("plan: a refused executable fails the step with the reason", "[plan]") {
@@ -306,15 +337,16 @@ TEST_CASE("plan: callbacks may destroy the runner", "[plan]") {
   PlanFixture f;
   SECTION("from on_done") {
     bool done = false;
-    f.plan = std::make_unique<PlanRunner>(
-        f.loop.get(), f.exec, std::vector<Step>{f.step("a", "exit 0\n")},
-        std::map<std::string, std::string>{}, std::set<std::size_t>{}, RetryPolicy{},
-        [](const StepEvent&) {},
-        [&](PlanOutcome o) {
-          CHECK(o.ok);
-          done = true;
-          f.plan.reset();
-        });
+    PlanHooks hooks;
+    hooks.on_step = [](const StepEvent&) {};
+    hooks.on_done = [&](PlanOutcome o) {
+      CHECK(o.ok);
+      done = true;
+      f.plan.reset();
+    };
+    f.plan = std::make_unique<PlanRunner>(f.loop.get(), f.registry,
+                                          std::vector<Step>{f.step("a", "exit 0\n")}, context(),
+                                          PlanOptions{}, std::move(hooks));
     f.plan->start();
     REQUIRE(run_until(
         f.loop.get(), [&] { return done; }, 10s));
@@ -322,14 +354,16 @@ TEST_CASE("plan: callbacks may destroy the runner", "[plan]") {
   }
   SECTION("from on_step, while a step is starting") {
     int events = 0;
+    PlanHooks hooks;
+    hooks.on_step = [&](const StepEvent&) {
+      ++events;
+      f.plan.reset();
+    };
+    hooks.on_done = [&](PlanOutcome) { FAIL("on_done after destruction"); };
     f.plan = std::make_unique<PlanRunner>(
-        f.loop.get(), f.exec, std::vector<Step>{f.step("a", "exit 0\n"), f.step("b", "exit 0\n")},
-        std::map<std::string, std::string>{}, std::set<std::size_t>{}, RetryPolicy{},
-        [&](const StepEvent&) {
-          ++events;
-          f.plan.reset();
-        },
-        [&](PlanOutcome) { FAIL("on_done after destruction"); });
+        f.loop.get(), f.registry,
+        std::vector<Step>{f.step("a", "exit 0\n"), f.step("b", "exit 0\n")}, context(),
+        PlanOptions{}, std::move(hooks));
     f.plan->start();
     REQUIRE(run_until(
         f.loop.get(), [&] { return !f.plan; }, 10s));
@@ -337,4 +371,197 @@ TEST_CASE("plan: callbacks may destroy the runner", "[plan]") {
     CHECK(events == 1);
     CHECK(f.exec.running() == 0);
   }
+}
+
+namespace {
+
+// A step kind for these tests whose pre-check runs a real script (env CHECK_SCRIPT) and whose
+// apply runs the step's argv like exec.
+class GatedPlugin : public StepPlugin {
+ public:
+  explicit GatedPlugin(ExecRunner& exec) : exec_(exec), inner_(make_exec_step_plugin(exec)) {}
+  std::unique_ptr<StepAttempt> apply(const Step& step, const StepContext& ctx,
+                                     StepDone done) override {
+    return inner_->apply(step, ctx, std::move(done));
+  }
+  std::unique_ptr<StepAttempt> check(const Step& step, const StepContext& ctx,
+                                     StepDone done) override {
+    auto it = step.env.find("CHECK_SCRIPT");
+    if (it == step.env.end()) return nullptr;
+    Step probe = step;
+    probe.argv = {it->second};
+    return inner_->apply(probe, ctx, std::move(done));
+  }
+
+ private:
+  ExecRunner& exec_;
+  std::unique_ptr<StepPlugin> inner_;
+};
+
+// Starts and never finishes: only the executor's deadline can end its attempts.
+class SilentPlugin : public StepPlugin {
+ public:
+  std::unique_ptr<StepAttempt> apply(const Step&, const StepContext&, StepDone) override {
+    ++started;
+    return std::make_unique<StepAttempt>();
+  }
+  int started = 0;
+};
+
+}  // namespace
+
+TEST_CASE("plan: a failed pre-check stops the plan before anything changes", "[plan]") {
+  PlanFixture f;
+  f.registry.add("gated", std::make_unique<GatedPlugin>(f.exec));
+  const auto marker = f.dir.file("changed");
+  auto first = f.step("first", "touch " + marker + "\n");
+  auto gate = f.step("gate", "exit 0\n");
+  gate.kind = "gated";
+  gate.env["CHECK_SCRIPT"] = f.dir.write("check.sh", "#!/bin/sh\necho lag too high\nexit 1\n");
+  f.make({first, gate});
+  REQUIRE(f.run_to_end());
+  REQUIRE(f.outcome);
+  CHECK_FALSE(f.outcome->ok);
+  CHECK(f.outcome->changed_nothing);
+  CHECK(f.outcome->detail == "pre-check of step 2 (gate) failed: exited 1");
+  CHECK(f.trace() == Trace{"1:start:1", "1:failed:1"});
+  CHECK(f.events[0].ev.stage == "check");
+  CHECK(f.events[1].ev.output == "lag too high\n");
+  CHECK_FALSE(std::filesystem::exists(marker));
+}
+
+TEST_CASE("plan: pre-checks pass, then every step is applied", "[plan]") {
+  PlanFixture f;
+  f.registry.add("gated", std::make_unique<GatedPlugin>(f.exec));
+  auto gate = f.step("gate", "echo applied\n");
+  gate.kind = "gated";
+  gate.env["CHECK_SCRIPT"] = f.dir.write("check.sh", "#!/bin/sh\nexit 0\n");
+  f.make({f.step("first", "exit 0\n"), gate});
+  REQUIRE(f.run_to_end());
+  REQUIRE(f.outcome);
+  CHECK(f.outcome->ok);
+  CHECK_FALSE(f.outcome->changed_nothing);
+  CHECK(f.trace() == Trace{"1:start:1", "1:ok:1", "0:start:1", "0:ok:1", "1:start:1", "1:ok:1"});
+  CHECK(f.events[1].ev.stage == "check");
+  CHECK(f.events[2].ev.stage == "apply");
+}
+
+TEST_CASE("plan: a dry run runs the pre-checks only", "[plan]") {
+  PlanFixture f;
+  f.registry.add("gated", std::make_unique<GatedPlugin>(f.exec));
+  const auto marker = f.dir.file("changed");
+  auto gate = f.step("gate", "touch " + marker + "\n");
+  gate.kind = "gated";
+  gate.env["CHECK_SCRIPT"] = f.dir.write("check.sh", "#!/bin/sh\nexit 0\n");
+  PlanHooks hooks;
+  hooks.on_step = [&](const StepEvent& ev) { f.events.push_back({ev, {}}); };
+  hooks.on_done = [&](PlanOutcome o) {
+    ++f.done_calls;
+    f.outcome = std::move(o);
+  };
+  PlanOptions o;
+  o.mode = PlanMode::dry_run;
+  f.plan = std::make_unique<PlanRunner>(f.loop.get(), f.registry,
+                                        std::vector<Step>{gate, f.step("b", "touch " + marker)},
+                                        context(), o, std::move(hooks));
+  REQUIRE(f.run_to_end());
+  REQUIRE(f.outcome);
+  CHECK(f.outcome->ok);
+  CHECK(f.outcome->changed_nothing);
+  CHECK(f.outcome->detail == "1 pre-check passed; gate: exited 0");
+  CHECK_FALSE(std::filesystem::exists(marker));
+}
+
+TEST_CASE("plan: a resumed plan skips the pre-checks", "[plan]") {
+  PlanFixture f;
+  f.registry.add("gated", std::make_unique<GatedPlugin>(f.exec));
+  auto gate = f.step("gate", "exit 0\n");
+  gate.kind = "gated";
+  gate.env["CHECK_SCRIPT"] = f.dir.write("check.sh", "#!/bin/sh\nexit 1\n");
+  PlanHooks hooks;
+  hooks.on_step = [&](const StepEvent& ev) { f.events.push_back({ev, {}}); };
+  hooks.on_done = [&](PlanOutcome o) {
+    ++f.done_calls;
+    f.outcome = std::move(o);
+  };
+  PlanOptions o;
+  o.prechecks = false;
+  o.already_done = {0};
+  f.plan = std::make_unique<PlanRunner>(f.loop.get(), f.registry,
+                                        std::vector<Step>{f.step("a", "exit 1\n"), gate}, context(),
+                                        o, std::move(hooks));
+  REQUIRE(f.run_to_end());
+  REQUIRE(f.outcome);
+  CHECK(f.outcome->ok);
+  CHECK(f.trace() == Trace{"0:skipped:0", "1:start:1", "1:ok:1"});
+}
+
+TEST_CASE("plan: a failure a retry cannot fix is not retried", "[plan]") {
+  PlanFixture f;
+  Step s;
+  s.name = "rel";
+  s.kind = "exec";
+  s.argv = {"relative/path"};
+  s.retries = 5;
+  f.make({s});
+  REQUIRE(f.run_to_end());
+  REQUIRE(f.outcome);
+  CHECK_FALSE(f.outcome->ok);
+  CHECK(f.trace() == Trace{"0:start:1", "0:failed:1"});
+  CHECK(f.outcome->detail ==
+        "step 1 (rel) failed: refused: relative/path is not an absolute path after 1 attempt "
+        "(not retried: a retry cannot help)");
+}
+
+TEST_CASE("plan: the intent log brackets every step", "[plan]") {
+  PlanFixture f;
+  std::vector<std::string> log;
+  f.intent_begin = [&](std::size_t i, const std::string& key) {
+    log.push_back("begin " + std::to_string(i) + " " + key);
+    return std::string();
+  };
+  f.intent_done = [&](std::size_t i, const StepOutcome& o) {
+    log.push_back("done " + std::to_string(i) + " " + (o.ok() ? "ok" : "?"));
+    return std::string();
+  };
+  f.make({f.step("a", "exit 0\n"), f.step("b", "exit 1\n", 1, false), f.step("c", "exit 0\n")});
+  REQUIRE(f.run_to_end());
+  REQUIRE(f.outcome);
+  CHECK(f.outcome->ok);
+  // b failed twice (one retry): begun once, never marked done.
+  CHECK(log == std::vector<std::string>{"begin 0 web/7/0", "done 0 ok", "begin 1 web/7/1",
+                                        "begin 2 web/7/2", "done 2 ok"});
+}
+
+TEST_CASE("plan: a step whose intent cannot be recorded is not started", "[plan]") {
+  PlanFixture f;
+  const auto marker = f.dir.file("ran");
+  f.intent_begin = [&](std::size_t i, const std::string&) {
+    return i == 1 ? std::string("disk I/O error") : std::string();
+  };
+  f.make({f.step("a", "exit 0\n"), f.step("b", "touch " + marker + "\n")});
+  REQUIRE(f.run_to_end());
+  REQUIRE(f.outcome);
+  CHECK_FALSE(f.outcome->ok);
+  CHECK(f.outcome->detail == "step 2 (b) not started: cannot record intent: disk I/O error");
+  CHECK_FALSE(std::filesystem::exists(marker));
+}
+
+TEST_CASE("plan: the step deadline ends an attempt that never reports", "[plan]") {
+  PlanFixture f;
+  auto silent = std::make_unique<SilentPlugin>();
+  SilentPlugin* plugin = silent.get();
+  f.registry.add("silent", std::move(silent));
+  Step s;
+  s.name = "mute";
+  s.kind = "silent";
+  s.timeout = 50ms;
+  s.retries = 1;
+  f.make({s});
+  REQUIRE(f.run_to_end(20s));
+  REQUIRE(f.outcome);
+  CHECK_FALSE(f.outcome->ok);
+  CHECK(plugin->started == 2);
+  CHECK(f.trace() == Trace{"0:start:1", "0:timeout:1", "0:start:2", "0:timeout:2"});
+  CHECK(f.events[1].ev.detail == "no result within 50ms (step timeout)");
 }

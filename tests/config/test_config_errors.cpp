@@ -219,10 +219,11 @@ TEST_CASE("unsupported kinds list the supported ones", "[config][errors]") {
                   "probes = [ { kind = \"http\", url = \"https://198.51.100.20/\" } ]\n") ==
         "t.toml:4:21: group.primary.probes.kind: unsupported probe kind 'smtp' (supported: http, "
         "tcp, dns, postgres, exec)");
-  CHECK(errors_of(minimal_plus("[[group.failover]]\nkind = \"dns\"\n")) ==
-        "t.toml:8:8: group.failover.kind: unsupported step kind 'dns' (supported: exec)");
-  CHECK(errors_of("[[location]]\nname = \"x\"\nkind = \"agent\"\n" + std::string(kMinimal)) ==
-        "t.toml:3:8: location.kind: agent locations are not supported yet (supported: local)");
+  CHECK(errors_of(minimal_plus("[[group.failover]]\nkind = \"smtp\"\n")) ==
+        "t.toml:8:8: group.failover.kind: unsupported step kind 'smtp' (supported: exec, check, "
+        "dns, postgres, systemd, webhook)");
+  CHECK(errors_of("[[location]]\nname = \"x\"\nkind = \"ftp\"\n" + std::string(kMinimal)) ==
+        "t.toml:3:8: location.kind: unsupported location kind 'ftp' (supported: local, agent)");
 }
 
 TEST_CASE("exec steps: absolute argv[0] and no reserved env names", "[config][errors]") {
