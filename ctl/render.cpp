@@ -218,6 +218,17 @@ std::string render_status(const json& arguments, int64_t now_ms) {
       if (list.empty()) list = site.is_object() ? "no locations" : "?";
       details.push_back({std::string("  ") + site_name, list});
     }
+    // Locations with no fresh result for either site; for agents, what went wrong last.
+    std::string stale;
+    for (const json& location : array_field(g, "locations")) {
+      if (field(location, "stale") != true) continue;
+      if (!stale.empty()) stale += ", ";
+      stale += text(location, "name");
+      if (const json& d = field(location, "detail");
+          d.is_string() && !d.get_ref<const std::string&>().empty())
+        stale += " (" + text(d) + ")";
+    }
+    if (!stale.empty()) details.push_back({"  stale", stale});
     if (const json& plan = field(g, "plan"); plan.is_object()) {
       details.push_back({"  plan", text(plan, "phase") + " #" + text(plan, "id") + " (" +
                                        text(plan, "initiator") + ")"});

@@ -168,6 +168,39 @@ json Daemon::dispatch(const control::Request& r) {
   return control::reply(control::kResultUnsupported, "unknown command '" + r.command + "'");
 }
 
+// Per location: its latest verdict for each site, whether it is stale (no fresh result for
+// either site), and for agents what went wrong last (backoff, bad reply, ...).
+json Daemon::locations_json(const Group& g) const {
+  json out = json::array();
+  for (const auto& name : g.cfg.locations) {
+    const config::Location* loc = config_.find_location(name);
+    json l = {{"name", name},
+              {"kind", loc && loc->kind == config::LocationKind::agent ? "agent" : "local"}};
+    std::optional<core::Instant> last;
+    bool fresh = false;
+    for (const auto* site : {&g.primary, &g.secondary}) {
+      std::string verdict = "missing";
+      for (const auto& v : site->locations) {
+        if (v.location != name) continue;
+        verdict = std::string(core::to_string(v.verdict));
+        fresh = fresh || v.verdict != core::Verdict::missing;
+        if (v.last_result && (!last || *v.last_result > *last)) last = v.last_result;
+      }
+      l[site == &g.primary ? "primary" : "secondary"] =
+          g.have_round ? json(verdict) : json(nullptr);
+    }
+    l["last_ms"] = last ? json(core::to_ms(*last)) : json(nullptr);
+    l["stale"] = g.have_round && !fresh;
+    std::string detail;
+    if (auto it = agents_.find(name);
+        it != agents_.end() && loc && loc->kind == config::LocationKind::agent)
+      detail = it->second->status();
+    l["detail"] = detail;
+    out.push_back(std::move(l));
+  }
+  return out;
+}
+
 json Daemon::handle_status() {
   json groups = json::array();
   for (const auto& [name, g] : groups_) {
@@ -205,6 +238,9 @@ json Daemon::handle_status() {
         loc["probes"] = probes_j;
       }
     }
+    entry["locations"] = locations_json(*g);
+    entry["late_results"] = g->late_results;
+    entry["skipped_checks"] = g->skipped_checks;
     groups.push_back(entry);
   }
   const auto st = store_->stats();

@@ -72,6 +72,7 @@ void EventPrinter::table_header() {
 
 void EventPrinter::event(const core::SimEvent& e) {
   using Kind = core::SimEvent::Kind;
+  if (options_.observer) options_.observer(e);
   if (e.kind == Kind::round) return;
   const int64_t ms = core::to_ms(e.t);
   if (options_.json) {

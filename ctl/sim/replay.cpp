@@ -148,6 +148,7 @@ int replay(const config::Config& cfg, store::Store& db, const std::string& db_pa
   warn_gaps(db, since_ms, until_ms, err);
   const int64_t base = r->ts_ms;
   core::Simulator sim(detail::sim_groups(cfg), core::Instant{});
+  sim.record_rounds = static_cast<bool>(options.observer);
   const std::vector<std::string> names = detail::group_names(cfg);
   EventPrinter printer(out, options, names, base);
   GroupLookup lookup(cfg);

@@ -55,6 +55,7 @@ void print_events(core::Simulator& sim, EventPrinter& printer) {
 int run_simulate(const config::Config& cfg, const std::string& timeline_path,
                  const SimOptions& options, std::ostream& out, std::ostream& err) {
   core::Simulator sim(detail::sim_groups(cfg), core::Instant{});
+  sim.record_rounds = static_cast<bool>(options.observer);
   const std::vector<std::string> names = detail::group_names(cfg);
   EventPrinter printer(out, options, names, std::nullopt);
   GroupLookup lookup(cfg);

@@ -20,6 +20,9 @@ namespace fo::sim {
 
 struct SimOptions {
   bool json = false;  // one JSON object per line instead of tables
+  // Sees every event, rounds included (they are produced only when an observer is set), before
+  // it is printed; `simulate --svg` collects its picture this way.
+  std::function<void(const core::SimEvent&)> observer;
 };
 
 // A bad timeline: the message is "file:line: what is wrong".

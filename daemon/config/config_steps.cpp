@@ -40,8 +40,8 @@ void parse_check(const TableReader& r, const std::string& step_path, Step& step)
     return;
   }
   step.check = parse_probe(r.sink(), *probe, step_path + ".probe", 0, std::nullopt);
-  if (step.check.kind.empty()) return;
-  // The check's own timeout bounds one attempt; the step's timeout bounds all of them.
+  // An unnamed probe takes the step's name, which is what logs and history show.
+  if (!probe->contains("name")) step.check.name = step.name;
 }
 
 Step parse_step(ErrorSink& sink, const toml::table& table, const std::string& step_path,

@@ -1,10 +1,13 @@
 #!/bin/bash
-# failoverd's transitions reach a real journald with their structured fields.
-# A private systemd-journald runs in a private mount namespace (the host's /run is untouched);
-# the real failoverd fails a group over; journalctl -o json MESSAGE_ID=... returns the fields.
-# usage: journald_test.sh FAILOVERD FAILOVERCTL EVENTS_HPP
+# failoverd's transitions reach a real journald with their structured fields, and the catalog
+# explains them. A private systemd-journald runs in a private mount namespace (the host's /run
+# is untouched); the real failoverd fails a group over; journalctl -o json MESSAGE_ID=... returns
+# the fields. Then the catalog is installed inside the namespace (host catalogs plus ours
+# bind-mounted over /usr/lib/systemd/catalog, the database on a tmpfs) and `journalctl -x` must
+# show our explanation, fields substituted, for the failover entry.
+# usage: journald_test.sh FAILOVERD FAILOVERCTL EVENTS_HPP CATALOG
 set -euo pipefail
-FAILOVERD=$1 FAILOVERCTL=$2 EVENTS=$3
+FAILOVERD=$1 FAILOVERCTL=$2 EVENTS=$3 CATALOG=$4
 if [ -z "${FO_IN_NS:-}" ]; then
   exec env FO_IN_NS=1 unshare -m --propagation private "$0" "$@"
 fi
@@ -90,4 +93,39 @@ PY
 check "$WARM" 'e["GROUP"] == "shop" and e["SYSLOG_IDENTIFIER"] == "failoverd"' "warm event with GROUP"
 check "$FAILOVER_STARTED" 'e["GROUP"] == "shop" and e["FROM"] == "primary_degraded" and e["TO"] == "failing_over" and e["REASON"].startswith("failing over: primary 0/1 for 3 rounds") and e["INITIATOR"] == "auto" and e["PRIORITY"] == "5"' "failover started with FROM/TO/REASON"
 check "$FAILOVER_FINISHED" 'e["GROUP"] == "shop" and e["PLAN_ID"] == "2"' "failover finished with PLAN_ID"
-echo "1 passed, 0 failed"
+
+# --- the catalog, installed privately: journalctl -x explains the failover entry.
+[ -d /usr/lib/systemd/catalog ] && [ -d /var/lib/systemd/catalog ] ||
+  fail "/usr/lib/systemd/catalog or /var/lib/systemd/catalog is missing (package systemd)"
+mkdir -p "$T/catalog"
+cp /usr/lib/systemd/catalog/*.catalog "$T/catalog/" 2>/dev/null || true
+cp "$CATALOG" "$T/catalog/failoverd.catalog"
+mount --bind "$T/catalog" /usr/lib/systemd/catalog
+mount -t tmpfs tmpfs /var/lib/systemd/catalog
+journalctl --update-catalog || fail "journalctl --update-catalog failed"
+journalctl --no-pager -o json "MESSAGE_ID=$FAILOVER_STARTED" > "$T/j.json"
+journalctl --no-pager -x "MESSAGE_ID=$FAILOVER_STARTED" > "$T/x.txt" || true
+python3 - "$CATALOG" "$FAILOVER_STARTED" "$T/j.json" "$T/x.txt" <<'PY' || fail "journalctl -x: $(cat "$T/x.txt")"
+import json, re, sys
+catalog, mid, entry_file, shown_file = sys.argv[1:]
+entry = json.loads(open(entry_file).readline())
+# The catalog entry for this id: header lines, a blank line, the body, up to the next "-- ".
+text = open(catalog).read()
+start = text.index("-- " + mid + "\n") + len(mid) + 4
+end = text.find("\n-- ", start)
+block = text[start:] if end < 0 else text[start:end]
+header, body = block.split("\n\n", 1)
+subst = lambda s: re.sub(r"@([A-Z0-9_]+)@", lambda m: entry.get(m.group(1), m.group(0)), s)
+subject = subst(re.search(r"^Subject: (.*)$", header, re.M).group(1))
+# journalctl -x prefixes explanation lines with "-- " (or "░░ " in a UTF-8 locale).
+shown = [re.sub(r"^(--|░░) ?", "", l).strip() for l in open(shown_file, encoding="utf-8")]
+assert "Subject: " + subject in shown, ("subject", subject)
+wanted = [subst(l).strip() for l in body.splitlines() if l.strip()]
+wanted = [l for l in wanted if "@" not in l]  # fields the entry lacks stay unsubstituted
+assert len(wanted) >= 3, wanted
+missing = [l for l in wanted if l not in shown]
+assert not missing, ("body lines not shown", missing)
+assert any("shop" in l for l in wanted), "no line names the group"
+print("ok: journalctl -x explains the failover entry:", subject)
+PY
+echo "2 passed, 0 failed"

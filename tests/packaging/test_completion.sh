@@ -67,7 +67,7 @@ export COMPLETION=$src/packaging/failoverctl.bash-completion
 for mode in plain full; do
     c() { bash "$T/run.sh" "$mode" "$@"; }
     got=$(c "$T/failoverctl" "" | tr '\n' ' ')
-    [ "$got" = "failback failover history hold probe release replay simulate status version " ] ||
+    [ "$got" = "failback failover history hold probe reconcile release replay simulate status timeline version " ] ||
         fail "[$mode] verbs: '$got'"
     got=$(c "$T/failoverctl" "--j" | tr '\n' ' ')
     [ "$got" = "--json " ] || fail "[$mode] global option: '$got'"
