@@ -8,6 +8,12 @@
 #ifdef FO_HAVE_STEP_DNS
 #include "actions/dns/dns_step.hpp"
 #endif
+#ifdef FO_HAVE_STEP_SYSTEMD
+#include "actions/systemd/systemd_step.hpp"
+#endif
+#ifdef FO_HAVE_STEP_WEBHOOK
+#include "actions/webhook/webhook_step.hpp"
+#endif
 
 namespace fo::actions {
 
@@ -18,6 +24,12 @@ std::unique_ptr<StepRegistry> make_step_registry(const StepDeps& deps) {
 #ifdef FO_HAVE_STEP_DNS
   r->add("dns", make_dns_step_plugin(deps.event, *deps.curl));
 #endif
+#ifdef FO_HAVE_STEP_SYSTEMD
+  r->add("systemd", make_systemd_step_plugin(deps.event));
+#endif
+#ifdef FO_HAVE_STEP_WEBHOOK
+  r->add("webhook", make_webhook_step_plugin(deps.event));
+#endif
   return r;
 }
 
@@ -25,6 +37,12 @@ std::vector<std::string> built_step_kinds() {
   std::vector<std::string> kinds = {"check", "exec"};
 #ifdef FO_HAVE_STEP_DNS
   kinds.push_back("dns");
+#endif
+#ifdef FO_HAVE_STEP_SYSTEMD
+  kinds.push_back("systemd");
+#endif
+#ifdef FO_HAVE_STEP_WEBHOOK
+  kinds.push_back("webhook");
 #endif
   std::sort(kinds.begin(), kinds.end());
   return kinds;
