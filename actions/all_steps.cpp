@@ -8,6 +8,9 @@
 #ifdef FO_HAVE_STEP_DNS
 #include "actions/dns/dns_step.hpp"
 #endif
+#ifdef FO_HAVE_STEP_POSTGRES
+#include "actions/postgres/postgres_step.hpp"
+#endif
 #ifdef FO_HAVE_STEP_SYSTEMD
 #include "actions/systemd/systemd_step.hpp"
 #endif
@@ -24,6 +27,9 @@ std::unique_ptr<StepRegistry> make_step_registry(const StepDeps& deps) {
 #ifdef FO_HAVE_STEP_DNS
   r->add("dns", make_dns_step_plugin(deps.event, *deps.curl));
 #endif
+#ifdef FO_HAVE_STEP_POSTGRES
+  r->add("postgres", make_postgres_step_plugin(deps.event));
+#endif
 #ifdef FO_HAVE_STEP_SYSTEMD
   r->add("systemd", make_systemd_step_plugin(deps.event));
 #endif
@@ -37,6 +43,9 @@ std::vector<std::string> built_step_kinds() {
   std::vector<std::string> kinds = {"check", "exec"};
 #ifdef FO_HAVE_STEP_DNS
   kinds.push_back("dns");
+#endif
+#ifdef FO_HAVE_STEP_POSTGRES
+  kinds.push_back("postgres");
 #endif
 #ifdef FO_HAVE_STEP_SYSTEMD
   kinds.push_back("systemd");

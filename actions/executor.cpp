@@ -190,7 +190,7 @@ bool PlanRunner::arm_deadline() {
 void PlanRunner::advance_checks() {
   while (index_ < steps_.size()) {
     const config::Step& step = steps_[index_];
-    if (options_.already_done.count(index_) != 0) {
+    if (options_.already_done.count(index_) != 0 || !step.precheck) {
       ++index_;
       continue;
     }

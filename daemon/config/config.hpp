@@ -173,6 +173,9 @@ struct Step {
   core::Millis timeout{60000};
   int retries = 0;
   bool abort_on_failure = true;  // on_failure = "abort" | "continue"
+  // Run this step's pre-check in the plan's pre-check stage. false for a step whose
+  // precondition an earlier step of the same plan establishes (promote after a rewind).
+  bool precheck = true;
   SourcePos pos;
 };
 

@@ -15,7 +15,8 @@ const std::vector<std::string_view> kStepKinds = {"exec",     "check",   "dns",
                                                   "postgres", "systemd", "webhook"};
 
 std::vector<std::string_view> step_keys(std::string_view kind) {
-  std::vector<std::string_view> keys = {"kind", "name", "timeout", "retries", "on_failure"};
+  std::vector<std::string_view> keys = {"kind",    "name",       "timeout",
+                                        "retries", "on_failure", "precheck"};
   std::vector<std::string_view> more;
   if (kind == "exec")
     more = {"argv", "env"};
@@ -59,6 +60,7 @@ Step parse_step(ErrorSink& sink, const toml::table& table, const std::string& st
   if (auto v = r.duration("timeout", core::Millis(1), std::chrono::hours(1))) step.timeout = *v;
   if (auto v = r.integer("retries", 0, 10)) step.retries = static_cast<int>(*v);
   if (auto v = r.choice("on_failure", {"abort", "continue"})) step.abort_on_failure = *v == "abort";
+  if (auto v = r.boolean("precheck")) step.precheck = *v;
   if (*kind == "exec") {
     if (auto argv = parse_argv(r)) step.argv = std::move(*argv);
     if (auto v = r.string_map("env", kMaxEnv, kMaxEnvValue, env_name_problem))
