@@ -15,8 +15,19 @@ PACKAGES=(
   python3 sqlite3 curl procps prometheus
   # real servers for the dns, postgres and mTLS http probe tests
   bind9 bind9-dnsutils postgresql-15 openssl
+  # the dns step tests: PowerDNS with its sqlite3 backend and HTTP API
+  pdns-server pdns-backend-sqlite3
+  # systemd step tests: a private bus for the stand-in manager
+  dbus-daemon
+  # bench/probe_vs_blackbox.sh: target web server and the exporter we compare against (the
+  # script runs both by hand; apt's policy-rc.d keeps them stopped)
+  nginx prometheus-blackbox-exporter
   # packaging checks (tests/packaging): unit analysis, .deb build and lint, man pages, completion
   systemd dpkg-dev lintian file man-db bash-completion adduser passwd
+  # failoverctl timeline --svg tests validate the SVG with xmllint
+  libxml2-utils
+  # network-namespace testbed (tests/netns): fault injection with nft and iptables
+  nftables iptables iproute2
 )
 
 missing=()
