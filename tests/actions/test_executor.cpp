@@ -565,3 +565,17 @@ TEST_CASE("plan: the step deadline ends an attempt that never reports", "[plan]"
   CHECK(f.trace() == Trace{"0:start:1", "0:timeout:1", "0:start:2", "0:timeout:2"});
   CHECK(f.events[1].ev.detail == "no result within 50ms (step timeout)");
 }
+
+TEST_CASE("plan: a step with precheck = false skips the pre-check stage", "[plan]") {
+  PlanFixture f;
+  f.registry.add("gated", std::make_unique<GatedPlugin>(f.exec));
+  auto gate = f.step("promote", "exit 0\n");
+  gate.kind = "gated";
+  gate.precheck = false;  // an earlier step (the rewind) makes its precondition true
+  gate.env["CHECK_SCRIPT"] = f.dir.write("check.sh", "#!/bin/sh\nexit 1\n");
+  f.make({f.step("rewind", "exit 0\n"), gate});
+  REQUIRE(f.run_to_end());
+  REQUIRE(f.outcome);
+  CHECK(f.outcome->ok);
+  CHECK(f.trace() == Trace{"0:start:1", "0:ok:1", "1:start:1", "1:ok:1"});
+}
