@@ -69,7 +69,7 @@ struct Daemon::Group {
   std::unique_ptr<platform::Timer> reconcile_timer;
   std::unique_ptr<actions::PlanRunner> observer;
   std::unique_ptr<actions::PlanRunner> observer_retired;  // freed on the next loop iteration
-  std::string last_drift;  // "" when the last observation found none
+  std::string last_drift;                                 // "" when the last observation found none
 };
 
 }  // namespace fo

@@ -28,11 +28,11 @@ core::Policy parse_policy(const TableReader& group, std::optional<core::Millis> 
 
   static const toml::table kEmpty;
   const toml::table* table = group.subtable("policy");
-  TableReader r(group.sink(), table ? *table : kEmpty, "in [group.policy]", "policy.",
-                {"warm_below", "cool_after", "failover_below", "failover_after", "secondary_min",
-                 "failback", "failback_above", "failback_stable", "min_dwell", "flap_limit",
-                 "flap_window", "degraded_interval", "stale_after", "min_locations", "require",
-                 "reconcile_interval"});
+  TableReader r(
+      group.sink(), table ? *table : kEmpty, "in [group.policy]", "policy.",
+      {"warm_below", "cool_after", "failover_below", "failover_after", "secondary_min", "failback",
+       "failback_above", "failback_stable", "min_dwell", "flap_limit", "flap_window",
+       "degraded_interval", "stale_after", "min_locations", "require", "reconcile_interval"});
   if (!table) {
     p.failback_above = p.warm_below;
     return p;

@@ -624,7 +624,6 @@ Probe parse_probe(ErrorSink& sink, const toml::table& table, const std::string& 
   return probe;
 }
 
-
 Site parse_site(const TableReader& group, const std::string& site_key,
                 std::optional<core::Millis> interval) {
   Site site;
