@@ -46,6 +46,10 @@ std::string env_name_problem(std::string_view name);
 std::optional<std::uint64_t> parse_size(std::string_view text);
 // A non-empty path string.
 void read_path(const TableReader& r, std::string_view key, std::string& out);
+// host (IP literal or socket directory), port, dbname, user, password_file (absolute) of a
+// PostgreSQL connection, shared by the postgres probe and the postgres step.
+void read_pg_endpoint(const TableReader& r, std::string& host, int& port, std::string& dbname,
+                      std::string& user, std::string& password_file);
 // Absolute argv[0], no NUL; nullopt (reported) when missing or invalid.
 std::optional<std::vector<std::string>> parse_argv(const TableReader& r);
 

@@ -473,6 +473,36 @@ bool has_password(std::string_view conninfo) {
   return false;
 }
 
+// host/port/dbname/user/password_file of a PostgreSQL connection (probe and step).
+void read_pg_endpoint(const TableReader& r, std::string& host, int& port, std::string& dbname,
+                      std::string& user, std::string& password_file) {
+  if (auto v = r.string("host", kMaxPathLen)) {
+    if (is_ip(*v) || (!v->empty() && v->front() == '/'))
+      host = *v;
+    else
+      r.error_at_value("host", r.path("host") + ": " + quote(*v) +
+                                   " must be an IP address or a socket directory (no name "
+                                   "lookups on the event loop)");
+  }
+  if (auto v = r.integer("port", 1, 65535)) port = static_cast<int>(*v);
+  for (auto [key, out] :
+       {std::pair<std::string_view, std::string*>{"dbname", &dbname}, {"user", &user}}) {
+    if (auto v = r.string(key, 63)) {
+      if (v->empty())
+        r.error_at_value(key, r.path(key) + ": must not be empty");
+      else
+        *out = *v;
+    }
+  }
+  if (auto v = r.string("password_file", kMaxPathLen)) {
+    if (v->empty() || v->front() != '/')
+      r.error_at_value("password_file",
+                       r.path("password_file") + ": " + quote(*v) + " must be an absolute path");
+    else
+      password_file = *v;
+  }
+}
+
 void parse_postgres(const TableReader& r, PostgresProbe& p) {
   const bool keys = r.has("host") || r.has("port") || r.has("dbname") || r.has("user");
   if (r.has("conninfo") && keys) {
@@ -491,31 +521,7 @@ void parse_postgres(const TableReader& r, PostgresProbe& p) {
     else
       p.conninfo = *v;
   }
-  if (auto v = r.string("host", kMaxPathLen)) {
-    if (is_ip(*v) || (!v->empty() && v->front() == '/'))
-      p.host = *v;
-    else
-      r.error_at_value("host", r.path("host") + ": " + quote(*v) +
-                                   " must be an IP address or a socket directory (no name "
-                                   "lookups on the event loop)");
-  }
-  if (auto v = r.integer("port", 1, 65535)) p.port = static_cast<int>(*v);
-  for (auto [key, out] :
-       {std::pair<std::string_view, std::string*>{"dbname", &p.dbname}, {"user", &p.user}}) {
-    if (auto v = r.string(key, 63)) {
-      if (v->empty())
-        r.error_at_value(key, r.path(key) + ": must not be empty");
-      else
-        *out = *v;
-    }
-  }
-  if (auto v = r.string("password_file", kMaxPathLen)) {
-    if (v->empty() || v->front() != '/')
-      r.error_at_value("password_file",
-                       r.path("password_file") + ": " + quote(*v) + " must be an absolute path");
-    else
-      p.password_file = *v;
-  }
+  read_pg_endpoint(r, p.host, p.port, p.dbname, p.user, p.password_file);
   if (auto v = r.choice("role", {"primary", "standby"})) p.role = *v;
   if (auto v = r.string("max_lag", 64)) {
     const std::string_view text = trim(*v);

@@ -7,7 +7,6 @@ namespace fo::config::detail {
 namespace {
 
 constexpr std::size_t kMaxConninfo = 1024;
-constexpr std::size_t kMaxPath = 4096;
 constexpr std::size_t kMaxConninfoPairs = 32;
 
 std::string_view trim_spaces(std::string_view s) {
@@ -100,31 +99,7 @@ void parse_target_table(const TableReader& r, PostgresTarget& t) {
     else
       t.conninfo = *v;
   }
-  if (auto v = r.string("host", kMaxPath)) {
-    if (is_ip(*v) || (!v->empty() && v->front() == '/'))
-      t.host = *v;
-    else
-      r.error_at_value("host", r.path("host") + ": " + quote(*v) +
-                                   " must be an IP address or a socket directory (no name "
-                                   "lookups on the event loop)");
-  }
-  if (auto v = r.integer("port", 1, 65535)) t.port = static_cast<int>(*v);
-  for (auto [key, out] :
-       {std::pair<std::string_view, std::string*>{"dbname", &t.dbname}, {"user", &t.user}}) {
-    if (auto v = r.string(key, 63)) {
-      if (v->empty())
-        r.error_at_value(key, r.path(key) + ": must not be empty");
-      else
-        *out = *v;
-    }
-  }
-  if (auto v = r.string("password_file", kMaxPath)) {
-    if (v->empty() || v->front() != '/')
-      r.error_at_value("password_file",
-                       r.path("password_file") + ": " + quote(*v) + " must be an absolute path");
-    else
-      t.password_file = *v;
-  }
+  read_pg_endpoint(r, t.host, t.port, t.dbname, t.user, t.password_file);
 }
 
 void parse_target(const TableReader& step, std::string_view key, PostgresTarget& t) {
