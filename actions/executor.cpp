@@ -190,7 +190,7 @@ bool PlanRunner::arm_deadline() {
 void PlanRunner::advance_checks() {
   while (index_ < steps_.size()) {
     const config::Step& step = steps_[index_];
-    if (options_.already_done.count(index_) != 0 || !step.precheck) {
+    if (is_skipped(index_) || !step.precheck) {
       ++index_;
       continue;
     }
@@ -278,6 +278,7 @@ void PlanRunner::advance_observe() {
   o.changed_nothing = true;
   o.observed = observed_;
   o.drift = drift_;
+  o.drift_steps = drift_steps_;
   o.ok = drift_.empty();
   if (observed_ == 0) {
     o.detail = "nothing to observe";
@@ -293,9 +294,10 @@ void PlanRunner::advance_observe() {
 
 // Moves to the next step that has to run, reporting already-done ones as skipped.
 void PlanRunner::advance() {
-  while (index_ < steps_.size() && options_.already_done.count(index_) != 0) {
+  while (index_ < steps_.size() && is_skipped(index_)) {
     StepEvent ev = make_event(0, true, "skipped");
-    ev.detail = "verified before restart";
+    ev.detail = options_.already_done.count(index_) != 0 ? "verified before restart"
+                                                         : "in place (not part of the repair)";
     ++skipped_;
     ++index_;
     if (!emit(ev)) return;
@@ -378,7 +380,10 @@ void PlanRunner::attempt_finished(StepOutcome outcome) {
   if (!emit(ev)) return;
 
   if (stage_ == Stage::observe) {
-    if (!outcome.ok()) drift_.push_back(steps_[index_].name + ": " + outcome.detail);
+    if (!outcome.ok()) {
+      drift_.push_back(steps_[index_].name + ": " + outcome.detail);
+      drift_steps_.push_back(index_);
+    }
     ++index_;
     return advance_observe();
   }

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
@@ -49,6 +50,8 @@ struct PlanOutcome {
   std::vector<std::string> drift;
   // PlanMode::observe: how many steps could be observed.
   std::size_t observed = 0;
+  // PlanMode::observe: the 0-based positions of the steps in `drift`, in the same order.
+  std::vector<std::size_t> drift_steps;
 };
 
 struct RetryPolicy {
@@ -91,6 +94,9 @@ struct PlanOptions {
   bool prechecks = true;
   // Steps verified before a restart: reported as skipped, never run again.
   std::set<std::size_t> already_done;
+  // A drift repair runs only the steps whose observation found drift: the others are reported
+  // as skipped ("in place"), with neither pre-check nor apply. Unset: every step runs.
+  std::optional<std::set<std::size_t>> only;
   RetryPolicy retry;
 };
 
@@ -125,6 +131,11 @@ class PlanRunner {
   void advance_checks();
   void advance_observe();
   void advance();
+  // Verified before a restart, or not part of a repair.
+  bool is_skipped(std::size_t index) const {
+    return options_.already_done.count(index) != 0 ||
+           (options_.only && options_.only->count(index) == 0);
+  }
   void run_attempt();
   void attempt_finished(StepOutcome outcome);
   void step_failed_finally(const std::string& why);
@@ -156,6 +167,7 @@ class PlanRunner {
   std::vector<std::string> continued_failures_;
   std::vector<std::string> check_details_;
   std::vector<std::string> drift_;
+  std::vector<std::size_t> drift_steps_;
   std::size_t observed_ = 0;
   EventSourcePtr kick_src_;
   EventSourcePtr retry_src_;

@@ -8,6 +8,7 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "actions/executor.hpp"
 #include "daemon/config/config.hpp"
@@ -70,6 +71,14 @@ struct Daemon::Group {
   std::unique_ptr<actions::PlanRunner> observer;
   std::unique_ptr<actions::PlanRunner> observer_retired;  // freed on the next loop iteration
   std::string last_drift;                                 // "" when the last observation found none
+  // The steps that drifted, for the repair plan decided from that observation: a repair runs
+  // only them (an exec step that rewinds a database must not run again because a DNS record
+  // drifted).
+  uint64_t repair_plan_id = 0;
+  std::set<std::size_t> repair_steps;
+  // The drifting steps of the observation in progress, recorded when it ends: under the id of
+  // the repair plan it leads to, so the history shows drift and repair together.
+  std::vector<actions::StepEvent> drift_events;
 };
 
 }  // namespace fo

@@ -143,6 +143,8 @@ void Daemon::run_next_plan(Group& g) {
   options.prechecks = !a.resume;
   options.already_done = done;
   options.retry = options_.retry;
+  if (a.repair && a.plan_id == g.repair_plan_id && !g.repair_steps.empty())
+    options.only = g.repair_steps;
 
   actions::PlanHooks hooks;
   hooks.on_step = [this, name, a, phase, initiator](const actions::StepEvent& e) {
@@ -248,19 +250,15 @@ void Daemon::start_reconcile(Group& g) {
   options.mode = actions::PlanMode::observe;
   actions::PlanHooks hooks;
   const std::string name = g.cfg.name;
-  core::ActionRequest a;
-  a.phase = phase;
-  a.to = ctx.target;
-  a.from = ctx.from;
-  a.term = ctx.term;
   // Only differences are recorded: an observation every minute that finds nothing would bury
   // the history.
-  hooks.on_step = [this, name, a](const actions::StepEvent& e) {
+  Group* gp = &g;
+  gp->drift_events.clear();
+  hooks.on_step = [this, gp, name](const actions::StepEvent& e) {
     if (!e.finished || e.result == "ok") return;
-    record_step(name, a, e);
+    gp->drift_events.push_back(e);
     metrics_->count_reconcile_drift(name, e.kind);
   };
-  Group* gp = &g;
   hooks.on_done = [this, gp](actions::PlanOutcome o) { reconcile_done(*gp, o); };
   g.observer = std::make_unique<actions::PlanRunner>(
       event_.get(), *step_registry_, steps, std::move(ctx), std::move(options), std::move(hooks));
@@ -287,6 +285,21 @@ void Daemon::reconcile_done(Group& g, const actions::PlanOutcome& outcome) {
                            {"DRIFT", drift},
                            {"PLAN_ID", std::to_string(plan_id)},
                            {"RESULT", d.actions.empty() ? "not repaired" : "repairing"}});
+  if (!d.actions.empty()) {
+    g.repair_plan_id = plan_id;
+    g.repair_steps.clear();
+    g.repair_steps.insert(outcome.drift_steps.begin(), outcome.drift_steps.end());
+  }
+  // Recorded under the repair's plan id; a drift that is not repaired (held, flap guard) keeps
+  // plan id 0, where each observation replaces the previous one (the journal has them all).
+  core::ActionRequest a;
+  a.phase = g.state.active == Site::secondary ? Phase::failover : Phase::failback;
+  a.to = g.state.active;
+  a.from = g.state.active == Site::secondary ? Site::primary : Site::secondary;
+  a.term = g.state.term;
+  a.plan_id = plan_id;
+  for (const actions::StepEvent& e : g.drift_events) record_step(name, a, e);
+  g.drift_events.clear();
   if (d.accepted) apply(g, d, std::nullopt);
   update_status();
 }

@@ -392,6 +392,15 @@ class GatedPlugin : public StepPlugin {
     probe.argv = {it->second};
     return inner_->apply(probe, ctx, std::move(done));
   }
+  // Observation runs env OBSERVE_SCRIPT: exit 0 = in place, anything else = drift.
+  std::unique_ptr<StepAttempt> observe(const Step& step, const StepContext& ctx,
+                                       StepDone done) override {
+    auto it = step.env.find("OBSERVE_SCRIPT");
+    if (it == step.env.end()) return nullptr;
+    Step probe = step;
+    probe.argv = {it->second};
+    return inner_->apply(probe, ctx, std::move(done));
+  }
 
  private:
   ExecRunner& exec_;
@@ -578,4 +587,82 @@ TEST_CASE("plan: a step with precheck = false skips the pre-check stage", "[plan
   REQUIRE(f.outcome);
   CHECK(f.outcome->ok);
   CHECK(f.trace() == Trace{"0:start:1", "0:ok:1", "1:start:1", "1:ok:1"});
+}
+
+namespace {
+
+// Runs `steps` with `o` to the end and returns the outcome; events go to f.events.
+PlanOutcome run_with(PlanFixture& f, std::vector<Step> steps, PlanOptions o) {
+  PlanHooks hooks;
+  hooks.on_step = [&f](const StepEvent& ev) { f.events.push_back({ev, {}}); };
+  hooks.on_done = [&f](PlanOutcome out) {
+    ++f.done_calls;
+    f.outcome = std::move(out);
+  };
+  f.plan = std::make_unique<PlanRunner>(f.loop.get(), f.registry, std::move(steps), context(),
+                                        std::move(o), std::move(hooks));
+  REQUIRE(f.run_to_end());
+  REQUIRE(f.outcome);
+  return *f.outcome;
+}
+
+}  // namespace
+
+TEST_CASE("plan: an observation names the drifting steps and changes nothing", "[plan]") {
+  PlanFixture f;
+  f.registry.add("gated", std::make_unique<GatedPlugin>(f.exec));
+  const auto marker = f.dir.file("changed");
+  auto in_place = f.step("in-place", "touch " + marker + "\n");
+  in_place.kind = "gated";
+  in_place.env["OBSERVE_SCRIPT"] = f.dir.write("ok.sh", "#!/bin/sh\nexit 0\n");
+  auto drifted = f.step("drifted", "touch " + marker + "\n");
+  drifted.kind = "gated";
+  drifted.env["OBSERVE_SCRIPT"] =
+      f.dir.write("drift.sh", "#!/bin/sh\necho points elsewhere\nexit 1\n");
+  PlanOptions o;
+  o.mode = PlanMode::observe;
+  // The exec step cannot observe its effect: it is neither observed nor drift.
+  PlanOutcome out = run_with(f, {in_place, f.step("exec", "touch " + marker + "\n"), drifted}, o);
+  CHECK_FALSE(out.ok);
+  CHECK(out.changed_nothing);
+  CHECK(out.observed == 2);
+  CHECK(out.drift_steps == std::vector<std::size_t>{2});
+  REQUIRE(out.drift.size() == 1);
+  CHECK(out.drift[0] == "drifted: exited 1");
+  CHECK(f.events.front().ev.stage == "observe");
+  CHECK_FALSE(std::filesystem::exists(marker));
+
+  SECTION("and reports no drift when every effect is in place") {
+    f.events.clear();
+    f.done_calls = 0;
+    f.outcome.reset();
+    PlanOutcome clean = run_with(f, {in_place, f.step("exec", "exit 0\n")}, o);
+    CHECK(clean.ok);
+    CHECK(clean.drift_steps.empty());
+    CHECK(clean.detail == "no drift (1 step observed)");
+  }
+}
+
+TEST_CASE("plan: a repair runs only the steps that drifted", "[plan]") {
+  PlanFixture f;
+  f.registry.add("gated", std::make_unique<GatedPlugin>(f.exec));
+  const auto rewound = f.dir.file("rewound");
+  const auto repaired = f.dir.file("repaired");
+  // Step 0's pre-check would fail and step 1 must not run again: neither is part of the repair.
+  auto promote = f.step("promote", "exit 0\n");
+  promote.kind = "gated";
+  promote.env["CHECK_SCRIPT"] = f.dir.write("refuse.sh", "#!/bin/sh\nexit 1\n");
+  auto record = f.step("record", "touch " + repaired + "\n");
+  record.kind = "gated";
+  record.env["CHECK_SCRIPT"] = f.dir.write("pass.sh", "#!/bin/sh\nexit 0\n");
+  PlanOptions o;
+  o.only = std::set<std::size_t>{2};
+  PlanOutcome out = run_with(f, {promote, f.step("rewind", "touch " + rewound + "\n"), record}, o);
+  CHECK(out.ok);
+  CHECK(f.trace() ==
+        Trace{"2:start:1", "2:ok:1", "0:skipped:0", "1:skipped:0", "2:start:1", "2:ok:1"});
+  CHECK(f.events[0].ev.stage == "check");
+  CHECK(f.events[2].ev.detail == "in place (not part of the repair)");
+  CHECK(std::filesystem::exists(repaired));
+  CHECK_FALSE(std::filesystem::exists(rewound));
 }

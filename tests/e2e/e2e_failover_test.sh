@@ -4,7 +4,9 @@
 # (tests/e2e/testbed.sh). The primary's HTTP server is killed: warm, failover (standby promoted,
 # every authoritative server answers the secondary, the old primary rewound into a standby);
 # the server returns: no failback before failback_stable, failback after it (primary promoted
-# again, DNS back). Observed only through failoverctl --json, dig, psql and the SQLite history.
+# again, DNS back). Drift made behind the daemon's back (a DNS record, a second writable
+# database) is repaired by the reconciliation, with only the step that drifted. Observed only
+# through failoverctl --json, dig, psql and the SQLite history.
 # usage: e2e_failover_test.sh FAILOVERD FAILOVERCTL
 set -uo pipefail
 E2E_FAILOVERD=$1 E2E_CTL=$2
@@ -21,7 +23,8 @@ E2E_POLICY="failover_after = 3
 failback_stable = \"5s\"
 min_dwell = \"1s\"
 cool_after = \"1s\"
-flap_limit = 10"
+flap_limit = 10
+reconcile_interval = \"1s\""
 
 checks=0
 check() {  # DESCRIPTION COMMAND...: fails the test when COMMAND fails
@@ -33,6 +36,15 @@ check() {  # DESCRIPTION COMMAND...: fails the test when COMMAND fails
 }
 equals() { [ "$1" = "$2" ] || { echo "  expected '$2', got '$1'" >&2; return 1; }; }
 sql() { sqlite3 -batch -noheader "$T/state.db" "$1"; }
+# "name=result ..." of the apply stage of the last plan of PHASE (a repair), in step order.
+repair_steps() {
+  sql "SELECT group_concat(step_name || '=' || result, ' ') FROM (SELECT step_name, result
+      FROM action_steps WHERE phase = '$1' AND stage = 'apply' AND attempt = (SELECT max(attempt)
+        FROM action_steps b WHERE b.plan_id = action_steps.plan_id AND b.phase = action_steps.phase
+          AND b.stage = 'apply' AND b.step_index = action_steps.step_index)
+        AND plan_id = (SELECT max(plan_id) FROM action_steps WHERE phase = '$1')
+      ORDER BY step_index)"
+}
 
 scenario() {
   local A=$E2E_PG_PORT_A B=$E2E_PG_PORT_B t_kill t_back t_left state
@@ -60,6 +72,19 @@ scenario() {
   check "the old primary caught up with the write on the secondary" \
     e2e_wait_for 20 eval '[ "$(e2e_psql $A "SELECT count(*) FROM orders WHERE x = 2")" = 1 ]'
   check "still secondary_active while the primary is down" e2e_state_is secondary_active
+
+  # --- DNS drift behind the daemon's back: reconciliation repairs it --------------------------
+  check "drift: nsupdate points www at the primary again" e2e_nsupdate_www "$E2E_PRIMARY_IP"
+  check "drift: the primary DNS server answers the primary" \
+    equals "$(e2e_dig $E2E_NS_PORT_P)" "$E2E_PRIMARY_IP"
+  check "reconciliation repairs the record on every authoritative server within 10 s" \
+    e2e_wait_for 10 e2e_dns_is "$E2E_SECONDARY_IP"
+  check "the repair changed no state" e2e_state_is secondary_active
+  check "history: the repair re-applied only the drifted step" equals "$(repair_steps failover)" \
+    "promote-secondary-db=skipped www-record=ok rewind-old-primary=skipped"
+  check "history: the drift is recorded with the repair" \
+    eval '[ "$(sql "SELECT count(*) FROM action_steps WHERE stage = '"'observe'"' AND step_name = '"'www-record'"'
+      AND plan_id = (SELECT max(plan_id) FROM action_steps WHERE phase = '"'failover'"')")" = 1 ]'
 
   # --- the primary returns --------------------------------------------------------------------
   # Taken before the start: the daemon cannot see the primary healthy any earlier.
@@ -92,6 +117,20 @@ scenario() {
   check "the secondary database is fenced (read-only)" \
     equals "$(e2e_psql $B 'SHOW default_transaction_read_only')" on
 
+  # --- split brain behind the daemon's back: reconciliation fences the other database ---------
+  check "drift: the secondary database is made writable again" \
+    eval 'e2e_psql $B "ALTER SYSTEM RESET default_transaction_read_only" >/dev/null &&
+      [ "$(e2e_psql $B "SELECT pg_reload_conf()")" = t ]'
+  check "drift: both databases are writable" \
+    e2e_wait_for 5 eval '[ "$(e2e_psql $B "SHOW default_transaction_read_only")" = off ]'
+  check "reconciliation fences the secondary database again within 15 s" \
+    e2e_wait_for 15 eval '[ "$(e2e_psql $B "SHOW default_transaction_read_only")" = on ]'
+  check "the primary database is still the writable one" \
+    equals "$(e2e_psql $A 'SELECT pg_is_in_recovery(), current_setting($$default_transaction_read_only$$)')" "f|off"
+  check "the repair changed no state" e2e_state_is primary_active
+  check "history: the repair re-applied only the database step" equals "$(repair_steps failback)" \
+    "primary-caught-up=skipped promote-primary-db=ok www-record=skipped"
+
   # --- the history ----------------------------------------------------------------------------
   check "history: the transitions in order" equals "$(sql "SELECT group_concat(to_state, ' ') FROM
       (SELECT to_state FROM transitions WHERE group_name = 'shop' ORDER BY id)")" \
@@ -100,11 +139,13 @@ scenario() {
     eval '[[ "$(sql "SELECT reason FROM transitions WHERE to_state = '"'failing_over'"'")" == "failing over: primary 0/1 for 3 rounds"* ]]'
   check "history: every failover step succeeded" equals "$(sql "SELECT group_concat(step_name || '=' || result, ' ')
       FROM (SELECT step_name, result FROM action_steps a WHERE phase = 'failover' AND stage = 'apply'
+        AND plan_id = (SELECT min(plan_id) FROM action_steps WHERE phase = 'failover')
         AND attempt = (SELECT max(attempt) FROM action_steps b WHERE b.plan_id = a.plan_id
           AND b.phase = a.phase AND b.stage = a.stage AND b.step_index = a.step_index) ORDER BY step_index)")" \
     "promote-secondary-db=ok www-record=ok rewind-old-primary=ok"
   check "history: every failback step succeeded" equals "$(sql "SELECT group_concat(step_name || '=' || result, ' ')
       FROM (SELECT step_name, result FROM action_steps a WHERE phase = 'failback' AND stage = 'apply'
+        AND plan_id = (SELECT min(plan_id) FROM action_steps WHERE phase = 'failback')
         AND attempt = (SELECT max(attempt) FROM action_steps b WHERE b.plan_id = a.plan_id
           AND b.phase = a.phase AND b.stage = a.stage AND b.step_index = a.step_index) ORDER BY step_index)")" \
     "primary-caught-up=ok promote-primary-db=ok www-record=ok"

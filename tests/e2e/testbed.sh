@@ -155,6 +155,12 @@ e2e_dig() { dig +short +time=1 +tries=1 @127.0.0.1 -p "$1" www.failover.test A 2
 # Whether every authoritative server answers ADDRESS.
 e2e_dns_is() { [ "$(e2e_dig $E2E_NS_PORT_P)" = "$1" ] && [ "$(e2e_dig $E2E_NS_PORT_S)" = "$1" ]; }
 
+# Changes the www record behind the daemon's back (drift for the reconciliation to find).
+e2e_nsupdate_www() {  # ADDRESS
+  printf 'server 127.0.0.1 %s\nzone failover.test\nupdate delete www.failover.test A\nupdate add www.failover.test 30 A %s\nsend\n' \
+    "$E2E_NS_PORT_P" "$1" | nsupdate -k "$T/dns/tsig.key" -t 5
+}
+
 e2e_psql() {
   runuser -u postgres -- "$E2E_PG_BIN/psql" -X -h 127.0.0.1 -p "$1" -U postgres -d postgres -Atc "$2" 2>&1
 }
