@@ -24,6 +24,16 @@ std::string site_text(const SiteHealth& h) {
 
 // Updates the level trackers from one round. Unknown data resets every run: a window that
 // could not be observed is not a stable window, and silence is not an outage either.
+bool full_view(const SiteHealth& h) {
+  return h.reporting >= h.configured;
+}
+
+// "; 1 of 6 locations not reporting: not cooling on a partial view"
+std::string missing_text(const SiteHealth& h) {
+  return "; " + std::to_string(h.configured - h.reporting) + " of " + std::to_string(h.configured) +
+         " locations not reporting: not cooling on a partial view";
+}
+
 void track(GroupState& s, const RoundInput& in, const Policy& p) {
   const SiteHealth& P = in.primary;
   const SiteHealth& S = in.secondary;
@@ -41,8 +51,11 @@ void track(GroupState& s, const RoundInput& in, const Policy& p) {
   } else {
     s.primary_good_since.reset();
   }
+  // The cool window needs the whole view: a location that stopped reporting may be the one that
+  // saw the primary fail. A partial view neither starts the window nor completes it (see
+  // decide_on_primary), and does not restart it either: an agent's hiccup is not a dip.
   if (P.known && pr >= p.warm_below) {
-    if (!s.recovered_since) s.recovered_since = in.now;
+    if (!s.recovered_since && full_view(P)) s.recovered_since = in.now;
   } else {
     s.recovered_since.reset();
   }
@@ -154,7 +167,7 @@ void decide_on_primary(Decision& d, const RoundInput& in, const Policy& p) {
     return;
   }
   if (s.state == State::primary_degraded) {
-    if (s.recovered_since && in.now - *s.recovered_since >= p.cool_after) {
+    if (s.recovered_since && in.now - *s.recovered_since >= p.cool_after && full_view(P)) {
       s.secondary_warm = false;
       d.actions.push_back(simple_action(s, Phase::cool, Initiator::automatic));
       enter(d, State::primary_active, in.now, Initiator::automatic);
@@ -166,6 +179,10 @@ void decide_on_primary(Decision& d, const RoundInput& in, const Policy& p) {
       d.reason = "degraded, recovering: primary " + site_text(P) + " for " +
                  format_duration(in.now - *s.recovered_since) + " of " +
                  format_duration(p.cool_after) + ", secondary warm";
+      if (!full_view(P)) d.reason += missing_text(P);
+    } else if (P.known && pr >= p.warm_below) {
+      d.reason = "degraded: primary " + site_text(P) + ", secondary " + site_text(S) + " warm" +
+                 missing_text(P);
     } else {
       d.reason = "degraded: primary " + site_text(P) + ", secondary " + site_text(S) + " warm";
       if (s.rounds_below > 0)

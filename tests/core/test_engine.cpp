@@ -189,6 +189,44 @@ TEST_CASE("cool after the primary is back for cool_after") {
   CHECK_FALSE(d.next.secondary_warm);
 }
 
+TEST_CASE("no cooling on a partial view: a missing location may be the one that saw the outage") {
+  Policy p = policy();
+  GroupState g = in_state(State::primary_degraded, Site::primary, true);
+  // Location 6 saw the primary fail, then stopped reporting: the other 5 see it healthy.
+  g = round(g, H(5, 6), H(6, 6), T(0), p).next;
+  Decision d = round(g, H(5, 5), H(6, 6), T(60), p);
+  CHECK_FALSE(d.next.recovered_since);
+  CHECK(d.reason ==
+        "degraded: primary 5/5, secondary 6/6 warm; 1 of 6 locations not reporting: not cooling "
+        "on a partial view");
+  d = round(d.next, H(5, 5), H(6, 6), T(60 + 31 * 60), p);
+  CHECK(d.next.state == State::primary_degraded);
+  CHECK(d.actions.empty());
+  // Once every location sees it healthy, the window starts; cool_after later it cools.
+  d = round(d.next, H(6, 6), H(6, 6), T(40 * 60), p);
+  CHECK(d.next.recovered_since == T(40 * 60));
+  d = round(d.next, H(6, 6), H(6, 6), T(70 * 60), p);
+  CHECK(d.next.state == State::primary_active);
+  REQUIRE(d.actions.size() == 1);
+  CHECK(d.actions[0].phase == Phase::cool);
+}
+
+TEST_CASE("a location missing for a while pauses the cool window without restarting it") {
+  Policy p = policy();
+  GroupState g = in_state(State::primary_degraded, Site::primary, true);
+  g = round(g, H(6, 6), H(6, 6), T(0), p).next;
+  g = round(g, H(5, 5), H(6, 6), T(10 * 60), p).next;
+  CHECK(g.recovered_since == T(0));
+  // Due, but the view is partial: no cooling yet.
+  Decision d = round(g, H(5, 5), H(6, 6), T(30 * 60), p);
+  CHECK(d.next.state == State::primary_degraded);
+  CHECK(d.reason ==
+        "degraded, recovering: primary 5/5 for 30m of 30m, secondary warm; 1 of 6 locations not "
+        "reporting: not cooling on a partial view");
+  d = round(d.next, H(6, 6), H(6, 6), T(31 * 60), p);
+  CHECK(d.next.state == State::primary_active);
+}
+
 TEST_CASE("a dip restarts the cool window") {
   GroupState g = in_state(State::primary_degraded, Site::primary, true);
   g = round(g, H(6, 6), H(6, 6), T(0)).next;
