@@ -3,6 +3,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <time.h>
+
+#include <cerrno>
 #include <exception>
 #include <map>
 #include <mutex>
@@ -63,8 +66,12 @@ class TimerQueue : public std::enable_shared_from_this<TimerQueue> {
   TimerQueue& operator=(const TimerQueue&) = delete;
 
   void arm(Timer* t, Millis delay) {
-    uint64_t now = 0;
-    check(sd_event_now(event_, CLOCK_MONOTONIC, &now), "sd_event_now");
+    // The clock, not sd_event_now(): that is the time of the loop's last wake-up, stale when
+    // a callback ran long (the store flush before a plan) or the loop sat idle, and a timer
+    // must never fire before its delay has passed.
+    timespec ts{};
+    if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0) check(-errno, "clock_gettime");
+    const uint64_t now = uint64_t(ts.tv_sec) * 1000000u + uint64_t(ts.tv_nsec) / 1000u;
     const uint64_t delay_usec =
         delay.count() <= 0 ? 0 : static_cast<uint64_t>(delay.count()) * 1000;
     if (t->seq_ != 0) queue_.erase(Key{t->deadline_usec_, t->seq_, t});

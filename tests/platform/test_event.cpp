@@ -4,6 +4,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "daemon/platform/event.hpp"
@@ -156,6 +157,21 @@ TEST_CASE("Timer: 1 ms accuracy, not sd-event's 250 ms default slack", "[platfor
   const double took = fo::test::ms_since(t0);
   CHECK(took >= 19.0);
   CHECK(took < 150.0);
+}
+
+TEST_CASE("Timer: the delay counts from arming even after the loop sat idle", "[platform][timer]") {
+  auto loop = make_event();
+  bool fired = false;
+  Timer t(loop.get(), [&] { fired = true; });
+  Timer wake(loop.get(), [] {});
+  wake.arm_in(Millis(0));
+  REQUIRE(run_until(loop.get(), [&] { return !wake.armed(); }));
+  // The loop's notion of "now" is the wake-up above; the process then does other work.
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  const auto t0 = std::chrono::steady_clock::now();
+  t.arm_in(Millis(200));
+  REQUIRE(run_until(loop.get(), [&] { return fired; }));
+  CHECK(fo::test::ms_since(t0) >= 199.0);
 }
 
 TEST_CASE("Defer: runs on a later iteration, not synchronously", "[platform][defer]") {
