@@ -9,8 +9,8 @@ PACKAGES=(
   # libraries
   libcurl4-openssl-dev libsqlite3-dev libtomlplusplus-dev libspdlog-dev libsystemd-dev
   libcli11-dev nlohmann-json3-dev catch2 libmicrohttpd-dev
-  # probe kinds: dns (ldns), postgres (libpq)
-  libldns-dev libpq-dev
+  # probe kinds: dns (ldns), postgres (libpq); libssl-dev: libcrypto HMAC for the dns step's TSIG
+  libldns-dev libpq-dev libssl-dev
   # demo and tests
   python3 sqlite3 curl procps prometheus
   # real servers for the dns, postgres and mTLS http probe tests

@@ -278,9 +278,11 @@ class DnsAttempt final : public StepAttempt {
     if (reply.rcode != "NOERROR")
       return finish(
           StepOutcome::failure(server + " answered the UPDATE with " + reply.rcode, false));
+    // Retried: a forged or damaged reply is the likely cause, and a retry observes first.
     if (key && !reply.tsig_verified)
-      return finish(StepOutcome::failure("the reply of " + server +
-                                         " to the UPDATE carries no valid TSIG signature"));
+      return finish(StepOutcome::failure(
+          "the reply of " + server +
+          " to the UPDATE carries no valid TSIG signature: " + reply.tsig_problem));
     after_update();
   }
 
@@ -378,9 +380,10 @@ class DnsAttempt final : public StepAttempt {
       return finish(StepOutcome::failure(
           server + " does not serve zone " + spec_.zone + " (" + reply.rcode + ")", false));
     if (key && !reply.tsig_verified)
-      return finish(StepOutcome::failure(
-          "the reply of " + server + " carries no valid TSIG signature for key '" + key->name + "'",
-          false));
+      return finish(StepOutcome::failure("the reply of " + server +
+                                             " carries no valid TSIG signature for key '" +
+                                             key->name + "': " + reply.tsig_problem,
+                                         false));
     std::string detail = server + " serves zone " + spec_.zone + " (serial " +
                          std::to_string(reply.soa_serial) + ")";
     if (key) detail += " and accepts TSIG key '" + key->name + "'";

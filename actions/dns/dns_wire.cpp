@@ -2,116 +2,53 @@
 #include "actions/dns/dns_wire.hpp"
 
 #include <arpa/inet.h>
-#include <ldns/ldns.h>
 
 #include <algorithm>
 #include <cstdlib>
-#include <memory>
+#include <ctime>
+
+#include "actions/dns/tsig.hpp"
+#include "probes/dns/ldns_util.hpp"
 
 namespace fo::actions::dns {
 namespace {
 
-// Seconds of clock difference a server may see in our TSIG timestamp (the RFC 8945 default).
-constexpr uint16_t kTsigFudge = 300;
+using probes::dns::answer_rdata;
+using probes::dns::Encoded;
+using probes::dns::PktPtr;
+using probes::dns::QuestionFit;
+using probes::dns::RdfPtr;
+using probes::dns::RrListPtr;
+using probes::dns::RrPtr;
 
-struct PktFree {
-  void operator()(ldns_pkt* p) const { ldns_pkt_free(p); }
-};
-using PktPtr = std::unique_ptr<ldns_pkt, PktFree>;
-struct RdfFree {
-  void operator()(ldns_rdf* r) const { ldns_rdf_deep_free(r); }
-};
-using RdfPtr = std::unique_ptr<ldns_rdf, RdfFree>;
-struct RrFree {
-  void operator()(ldns_rr* r) const { ldns_rr_free(r); }
-};
-using RrPtr = std::unique_ptr<ldns_rr, RrFree>;
-struct RrListFree {
-  void operator()(ldns_rr_list* l) const { ldns_rr_list_deep_free(l); }
-};
-using RrListPtr = std::unique_ptr<ldns_rr_list, RrListFree>;
-struct CFree {
-  void operator()(void* p) const { std::free(p); }
-};
-
-std::string lower(std::string s) {
-  for (char& c : s)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  return s;
-}
-
-std::string rdf_text(const ldns_rdf* rdf) {
-  std::unique_ptr<char, CFree> text(ldns_rdf2str(rdf));
-  return text ? std::string(text.get()) : std::string();
-}
-
-std::string canonical_value(const ldns_rr* rr) {
-  if (ldns_rr_rd_count(rr) < 1) return "";
-  const ldns_rdf* rdf = ldns_rr_rdf(rr, 0);
-  std::string text = rdf_text(rdf);
-  const ldns_rr_type type = ldns_rr_get_type(rr);
-  if (type == LDNS_RR_TYPE_A || type == LDNS_RR_TYPE_AAAA) {
-    const int family = type == LDNS_RR_TYPE_A ? AF_INET : AF_INET6;
+// Addresses in one spelling (inet_ntop's), names in lower case: what the config holds.
+std::string canonical_value(const std::string& type, const std::string& text) {
+  if (type == "A" || type == "AAAA") {
+    const int family = type == "A" ? AF_INET : AF_INET6;
     unsigned char buf[16];
     char out[INET6_ADDRSTRLEN] = {};
     if (inet_pton(family, text.c_str(), buf) != 1 || !inet_ntop(family, buf, out, sizeof out))
       return "";
     return out;
   }
-  return lower(text);
+  return probes::dns::lower_ascii(text);
 }
 
-std::string rcode_name(ldns_pkt_rcode rcode) {
-  const ldns_lookup_table* entry = ldns_lookup_by_id(ldns_rcodes, static_cast<int>(rcode));
-  return entry && entry->name ? entry->name : "rcode " + std::to_string(int(rcode));
-}
-
-std::string tsig_error_name(uint16_t e) {
-  switch (e) {
-    case 0:
-      return "";
-    case 16:
-      return "BADSIG";
-    case 17:
-      return "BADKEY";
-    case 18:
-      return "BADTIME";
-    case 22:
-      return "BADTRUNC";
-    default:
-      return "error " + std::to_string(e);
-  }
-}
-
-// Signs `pkt` (its ID final), encodes it and records the MAC.
-void finish(ldns_pkt* pkt, const TsigKey* key, Request& out) {
-  ldns_pkt_set_random_id(pkt);
-  out.id = ldns_pkt_id(pkt);
-  if (key) {
-    const ldns_status s = ldns_pkt_tsig_sign(pkt, key->name.c_str(), key->secret.c_str(),
-                                             kTsigFudge, key->ldns_algorithm.c_str(), nullptr);
-    if (s != LDNS_STATUS_OK) {
-      out.error = std::string("cannot sign with TSIG key '") + key->name +
-                  "': " + ldns_get_errorstr_by_id(s);
-      return;
-    }
-    const ldns_rr* tsig = ldns_pkt_tsig(pkt);
-    const ldns_rdf* mac = tsig && ldns_rr_rd_count(tsig) > 3 ? ldns_rr_rdf(tsig, 3) : nullptr;
-    if (!mac) {
-      out.error = "cannot sign: no TSIG record";
-      return;
-    }
-    out.mac.assign(ldns_rdf_data(mac), ldns_rdf_data(mac) + ldns_rdf_size(mac));
-    out.signed_with_tsig = true;
-  }
-  uint8_t* wire = nullptr;
-  std::size_t size = 0;
-  if (ldns_pkt2wire(&wire, pkt, &size) != LDNS_STATUS_OK || !wire) {
-    out.error = "cannot encode the DNS message";
+// Takes the encoded message and signs it when `key` is set.
+void finish(Encoded encoded, const TsigKey* key, Request& out) {
+  out.id = encoded.id;
+  out.wire = std::move(encoded.wire);
+  out.error = std::move(encoded.error);
+  if (!out.error.empty() || !key) return;
+  TsigSigned s = tsig_sign(out.wire, *key, static_cast<std::uint64_t>(std::time(nullptr)));
+  if (!s.error.empty()) {
+    out.wire.clear();
+    out.error = s.error;
     return;
   }
-  std::unique_ptr<uint8_t, CFree> owned(wire);
-  out.wire.assign(wire, wire + size);
+  out.wire = std::move(s.wire);
+  out.mac = std::move(s.mac);
+  out.signed_with_tsig = true;
 }
 
 }  // namespace
@@ -160,7 +97,7 @@ Request build_update(const config::DnsStep& step, const std::vector<std::string>
   // ldns_update_pkt_new sets RD; an UPDATE has no use for it. Both before signing: the MAC
   // covers the header.
   ldns_pkt_set_rd(pkt.get(), false);
-  finish(pkt.get(), key, out);
+  finish(probes::dns::encode_with_random_id(pkt.get()), key, out);
   return out;
 }
 
@@ -168,19 +105,7 @@ Request build_query(const std::string& name, const std::string& type, const Tsig
   Request out;
   out.qname = name;
   out.qtype = type;
-  const ldns_rr_type t = ldns_get_rr_type_by_name(type.c_str());
-  ldns_rdf* qname = ldns_dname_new_frm_str(name.c_str());
-  if (!qname || t == 0) {
-    if (qname) ldns_rdf_deep_free(qname);
-    out.error = "invalid query " + name + " " + type;
-    return out;
-  }
-  PktPtr pkt(ldns_pkt_query_new(qname, t, LDNS_RR_CLASS_IN, 0));  // owns qname; RD clear
-  if (!pkt) {
-    out.error = "out of memory";
-    return out;
-  }
-  finish(pkt.get(), key, out);
+  finish(probes::dns::encode_query(name, type, false), key, out);  // RD clear
   return out;
 }
 
@@ -197,51 +122,42 @@ Reply read_reply(const Request& request, const uint8_t* data, std::size_t len, c
     return r;
   }
   r.parsed = true;
-  r.rcode = rcode_name(ldns_pkt_get_rcode(pkt.get()));
+  r.rcode = probes::dns::rcode_name(ldns_pkt_get_rcode(pkt.get()));
   r.authoritative = ldns_pkt_aa(pkt.get());
   r.truncated = ldns_pkt_tc(pkt.get());
   // The question (zone section of an UPDATE reply) may be empty in error replies; when present
   // it must be ours.
-  RdfPtr want(ldns_dname_new_frm_str(request.qname.c_str()));
-  const ldns_rr_list* q = ldns_pkt_question(pkt.get());
-  if (q && ldns_rr_list_rr_count(q) > 0) {
-    const ldns_rr* rr = ldns_rr_list_rr(q, 0);
-    if (ldns_rr_list_rr_count(q) != 1 || !want ||
-        ldns_dname_compare(ldns_rr_owner(rr), want.get()) != 0 ||
-        ldns_rr_get_type(rr) != ldns_get_rr_type_by_name(request.qtype.c_str())) {
-      r.parsed = false;
-      r.error = "reply is for another question";
-      return r;
-    }
+  if (probes::dns::question_fit(pkt.get(), request.qname, request.qtype) == QuestionFit::other) {
+    r.parsed = false;
+    r.error = "reply is for another question";
+    return r;
   }
-  if (const ldns_rr* tsig = ldns_pkt_tsig(pkt.get())) {
+  if (key && request.signed_with_tsig) {
+    const TsigVerdict v =
+        tsig_verify(data, len, *key, request.mac, static_cast<std::uint64_t>(std::time(nullptr)));
+    r.has_tsig = v.status != TsigVerdict::Status::unsigned_message;
+    r.tsig_error = tsig_error_name(v.error);
+    r.tsig_verified = v.status == TsigVerdict::Status::verified;
+    r.tsig_problem =
+        v.status == TsigVerdict::Status::unsigned_message ? "it is not signed" : v.problem;
+  } else if (const ldns_rr* tsig = ldns_pkt_tsig(pkt.get())) {
     r.has_tsig = true;
-    if (ldns_rr_rd_count(tsig) > 5)
+    if (ldns_rr_rd_count(tsig) > 5 && ldns_rdf_size(ldns_rr_rdf(tsig, 5)) == 2)
       r.tsig_error = tsig_error_name(ldns_rdf2native_int16(ldns_rr_rdf(tsig, 5)));
-    if (key && request.signed_with_tsig && r.tsig_error.empty()) {
-      RdfPtr mac(
-          ldns_rdf_new_frm_data(LDNS_RDF_TYPE_INT16_DATA, request.mac.size(), request.mac.data()));
-      r.tsig_verified = mac && ldns_pkt_tsig_verify(pkt.get(), data, len, key->name.c_str(),
-                                                    key->secret.c_str(), mac.get());
-    }
   }
-  if (want) {
-    const ldns_rr_type type = ldns_get_rr_type_by_name(request.qtype.c_str());
-    RrListPtr answers(
-        ldns_pkt_rr_list_by_name_and_type(pkt.get(), want.get(), type, LDNS_SECTION_ANSWER));
-    const std::size_t n = answers ? ldns_rr_list_rr_count(answers.get()) : 0;
-    for (std::size_t i = 0; i < n; ++i) {
-      const ldns_rr* rr = ldns_rr_list_rr(answers.get(), i);
-      if (type == LDNS_RR_TYPE_SOA) {
-        if (ldns_rr_rd_count(rr) > 2) r.soa_serial = ldns_rdf2native_int32(ldns_rr_rdf(rr, 2));
-        continue;
-      }
-      std::string v = canonical_value(rr);
-      if (!v.empty() && std::find(r.values.begin(), r.values.end(), v) == r.values.end())
-        r.values.push_back(std::move(v));
+  for (const std::vector<std::string>& fields :
+       answer_rdata(pkt.get(), request.qtype, request.qname)) {
+    if (fields.empty()) continue;
+    if (request.qtype == "SOA") {
+      if (fields.size() > 2)
+        r.soa_serial = static_cast<std::uint32_t>(std::strtoul(fields[2].c_str(), nullptr, 10));
+      continue;
     }
-    std::sort(r.values.begin(), r.values.end());
+    std::string v = canonical_value(request.qtype, fields[0]);
+    if (!v.empty() && std::find(r.values.begin(), r.values.end(), v) == r.values.end())
+      r.values.push_back(std::move(v));
   }
+  std::sort(r.values.begin(), r.values.end());
   return r;
 }
 

@@ -16,7 +16,7 @@ namespace fo::actions::dns {
 struct Request {
   std::vector<uint8_t> wire;  // empty when error is set
   uint16_t id = 0;
-  std::vector<uint8_t> mac;  // the request's TSIG MAC (needed to verify the signed reply)
+  std::vector<uint8_t> mac;  // the request's raw TSIG MAC (a signed reply's MAC covers it)
   std::string qname;         // the question (zone for an UPDATE), absolute
   std::string qtype;         // "A" | "AAAA" | "CNAME" | "SOA"
   bool signed_with_tsig = false;
@@ -35,8 +35,9 @@ struct Reply {
   bool authoritative = false;
   bool truncated = false;
   bool has_tsig = false;
-  std::string tsig_error;  // "" (none), "BADSIG", "BADKEY", "BADTIME", "error 22"
+  std::string tsig_error;  // the TSIG error field: "" (none), "BADSIG", "BADKEY", "BADTIME"
   bool tsig_verified = false;
+  std::string tsig_problem;  // why a reply to a signed request failed verification
   // Answer RRs of the question's name and type: canonical addresses, or lower-case absolute
   // names; sorted.
   std::vector<std::string> values;

@@ -4,6 +4,8 @@
 #include <cstddef>
 #include <vector>
 
+#include "probes/dns/ldns_util.hpp"
+
 namespace fo::actions::dns {
 namespace {
 
@@ -48,12 +50,6 @@ std::string tokenize(std::string_view s, std::vector<Token>& out) {
   return "";
 }
 
-std::string lower(std::string s) {
-  for (char& c : s)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  return s;
-}
-
 bool is_base64(std::string_view s) {
   std::size_t data = 0, pad = 0;
   for (char c : s) {
@@ -86,7 +82,8 @@ TsigKeyParse parse_tsig_key(std::string_view text) {
     out.error = std::move(why);
     return out;
   };
-  if (i >= t.size() || t[i].kind != Token::Kind::word || lower(t[i].text) != "key")
+  if (i >= t.size() || t[i].kind != Token::Kind::word ||
+      probes::dns::lower_ascii(t[i].text) != "key")
     return fail("expected a `key \"name\" { ... };` statement");
   ++i;
   if (i >= t.size() || t[i].kind == Token::Kind::punct) return fail("expected the key's name");
@@ -98,14 +95,14 @@ TsigKeyParse parse_tsig_key(std::string_view text) {
   bool have_secret = false;
   while (i < t.size() && !is("}")) {
     if (t[i].kind != Token::Kind::word) return fail("expected 'algorithm' or 'secret'");
-    const std::string field = lower(t[i++].text);
+    const std::string field = probes::dns::lower_ascii(t[i++].text);
     if (i >= t.size() || t[i].kind == Token::Kind::punct)
       return fail("expected a value after '" + field + "'");
     const std::string value = t[i++].text;
     if (!is(";")) return fail("expected ';' after the value of '" + field + "'");
     ++i;
     if (field == "algorithm") {
-      out.key.algorithm = lower(value);
+      out.key.algorithm = probes::dns::lower_ascii(value);
     } else if (field == "secret") {
       if (!is_base64(value)) return fail("the secret is not valid base64");
       out.key.secret = value;
@@ -123,17 +120,17 @@ TsigKeyParse parse_tsig_key(std::string_view text) {
   if (!have_secret) return fail("the key has no 'secret'");
   std::string alg = out.key.algorithm;
   if (!alg.empty() && alg.back() == '.') alg.pop_back();
-  if (alg == "hmac-md5" || alg == "hmac-md5.sig-alg.reg.int")
-    out.key.ldns_algorithm = "hmac-md5.sig-alg.reg.int.";
-  else if (alg == "hmac-sha1" || alg == "hmac-sha256" || alg == "hmac-sha512")
-    out.key.ldns_algorithm = alg + ".";
-  else if (alg == "hmac-sha224" || alg == "hmac-sha384")
-    return fail("algorithm " + alg +
-                " cannot be used: the DNS library (ldns 1.8.3) cannot sign with it; generate a "
-                "hmac-sha256 or hmac-sha512 key (tsig-keygen -a hmac-sha256 NAME)");
-  else
+  if (alg == "hmac-md5" || alg == "hmac-md5.sig-alg.reg.int") {
+    alg = "hmac-md5";
+    out.key.algorithm_name = "hmac-md5.sig-alg.reg.int.";
+  } else if (alg == "hmac-sha1" || alg == "hmac-sha224" || alg == "hmac-sha256" ||
+             alg == "hmac-sha384" || alg == "hmac-sha512") {
+    out.key.algorithm_name = alg + ".";
+  } else {
     return fail("unknown algorithm '" + alg.substr(0, 32) +
-                "' (expected hmac-md5, hmac-sha1, hmac-sha256 or hmac-sha512)");
+                "' (expected hmac-sha256, hmac-sha384, hmac-sha512, hmac-sha224, hmac-sha1 or "
+                "hmac-md5)");
+  }
   out.key.algorithm = alg;
   out.ok = true;
   return out;

@@ -9,8 +9,8 @@ namespace fo::actions::dns {
 
 struct TsigKey {
   std::string name;            // as written in the file: "feas-key"
-  std::string algorithm;       // as written, lower case: "hmac-sha256"
-  std::string ldns_algorithm;  // ldns' name of it: "hmac-sha256."
+  std::string algorithm;       // lower case, no trailing dot: "hmac-sha256"
+  std::string algorithm_name;  // its domain name on the wire: "hmac-sha256."
   std::string secret;          // base64, as in the file
 };
 
@@ -21,8 +21,7 @@ struct TsigKeyParse {
 };
 
 // Exactly one `key` statement; comments (#, //, /* */) allowed. Algorithms: hmac-md5,
-// hmac-sha1, hmac-sha256, hmac-sha512. hmac-sha224 and hmac-sha384 are refused with a clear
-// error: ldns 1.8.3 cannot sign with them.
+// hmac-sha1, hmac-sha224, hmac-sha256, hmac-sha384, hmac-sha512 (RFC 8945 section 6).
 TsigKeyParse parse_tsig_key(std::string_view text);
 
 }  // namespace fo::actions::dns

@@ -6,14 +6,12 @@
 
 #include <cerrno>
 
+#include "probes/dns/ldns_util.hpp"
+
 namespace fo::actions::dns {
-namespace {
 
-constexpr std::size_t kMaxMessage = 65535;
-// Stale or spoofed datagrams are skipped, but not forever.
-constexpr int kMaxIgnoredReplies = 32;
-
-}  // namespace
+using probes::dns::kMaxDnsMessage;
+using probes::dns::kMaxIgnoredReplies;
 
 UdpExchange::UdpExchange(sd_event* event, const config::DnsServer& server,
                          const std::vector<uint8_t>& wire, uint16_t id, core::Millis timeout,
@@ -56,7 +54,7 @@ UdpExchange::UdpExchange(sd_event* event, const config::DnsServer& server,
 }
 
 void UdpExchange::on_readable() {
-  std::vector<uint8_t> buf(kMaxMessage);
+  std::vector<uint8_t> buf(kMaxDnsMessage);
   while (true) {
     const ssize_t n = ::recv(fd_.get(), buf.data(), buf.size(), 0);
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;

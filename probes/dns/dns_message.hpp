@@ -8,15 +8,12 @@
 #include <vector>
 
 #include "daemon/config/config.hpp"
+#include "probes/dns/ldns_util.hpp"
 #include "probes/probe.hpp"
 
 namespace fo::probes::dns {
 
-struct Query {
-  std::vector<uint8_t> wire;  // empty when error is set
-  uint16_t id = 0;
-  std::string error;
-};
+using Query = Encoded;  // wire form, ID, or error
 
 // A random ID, RD set (works for authoritative servers and resolvers alike), no EDNS: a
 // truncated UDP reply is retried over TCP.

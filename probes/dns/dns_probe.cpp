@@ -9,16 +9,13 @@
 #include <vector>
 
 #include "probes/dns/dns_message.hpp"
+#include "probes/dns/ldns_util.hpp"
 #include "probes/net.hpp"
 
 namespace fo::probes {
-namespace {
 
-constexpr std::size_t kMaxMessage = 65535;
-// Replies that do not answer our query (stale or spoofed) are skipped, but not forever.
-constexpr int kMaxIgnoredReplies = 32;
-
-}  // namespace
+using dns::kMaxDnsMessage;
+using dns::kMaxIgnoredReplies;
 
 struct DnsPlugin::Check {
   enum class Phase { udp, tcp_connecting, tcp_sending, tcp_reading };
@@ -74,7 +71,7 @@ void DnsPlugin::start(const config::Probe& probe, const config::Location& from,
 void DnsPlugin::on_udp(uint64_t id) {
   Check* c = checks_.find(id);
   if (!c) return;
-  std::vector<uint8_t> buf(kMaxMessage);
+  std::vector<uint8_t> buf(kMaxDnsMessage);
   while (true) {
     const ssize_t n = ::recv(c->fd.get(), buf.data(), buf.size(), 0);
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;

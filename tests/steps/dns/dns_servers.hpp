@@ -92,16 +92,39 @@ inline Child start_named(TempDir& dir, const std::string& conf) {
   return child;
 }
 
-// A primary taking TSIG-signed updates for failover.test and a secondary that follows it.
+// Secrets of keys of the other algorithms (as tsig-keygen -a writes them).
+inline constexpr const char* kSha224Secret = "jE72iqJTezT/FbxH4VT22iXjx9omDkHj3oIe4g==";
+inline constexpr const char* kSha384Secret =
+    "pcMu3key7MUenu1UYo5W2JecbxUwy1aV9Nftz4ZKQH+jFdpHej53YoT/BRWOZKqX";
+
+inline constexpr const char* kSha224WrongSecret = "AAAAiqJTezT/FbxH4VT22iXjx9omDkHj3oIe4g==";
+inline constexpr const char* kSha384WrongSecret =
+    "AAAAAkey7MUenu1UYo5W2JecbxUwy1aV9Nftz4ZKQH+jFdpHej53YoT/BRWOZKqX";
+
+struct BindKey {
+  std::string name;
+  std::string algorithm;
+  std::string secret;
+};
+
+// A primary taking TSIG-signed updates for failover.test and a secondary that follows it. The
+// primary knows "feas-key" (hmac-sha256, kSecret) and any `extra_keys`, all allowed to update.
 class BindPair {
  public:
-  BindPair() : primary_dir_("fo-dns-p"), secondary_dir_("fo-dns-s") {
+  explicit BindPair(const std::vector<BindKey>& extra_keys = {})
+      : primary_dir_("fo-dns-p"), secondary_dir_("fo-dns-s") {
     primary_port_ = unused_port_tcp_udp();
     do secondary_port_ = unused_port_tcp_udp();
     while (secondary_port_ == primary_port_);
     const std::string p = primary_dir_.path();
     const std::string s = secondary_dir_.path();
-    primary_dir_.write("key.conf", key_file_text("feas-key", kSecret), 0600);
+    std::string keys = key_file_text("feas-key", kSecret);
+    std::string grants = "grant feas-key zonesub ANY; ";
+    for (const BindKey& k : extra_keys) {
+      keys += key_file_text(k.name, k.secret, k.algorithm);
+      grants += "grant " + k.name + " zonesub ANY; ";
+    }
+    primary_dir_.write("key.conf", keys, 0600);
     primary_dir_.write("failover.test.zone",
                        "$TTL 30\n"
                        "@ IN SOA ns1.failover.test. hostmaster.failover.test. ( 1 60 30 3600 30 )\n"
@@ -126,7 +149,8 @@ class BindPair {
                           "zone \"failover.test\" {\n  type primary;\n  file \"" +
                           p +
                           "/failover.test.zone\";\n"
-                          "  update-policy { grant feas-key zonesub ANY; };\n};\n");
+                          "  update-policy { " +
+                          grants + "};\n};\n");
     const std::string secondary_conf = secondary_dir_.write(
         "named.conf", "options {\n  directory \"" + s + "\";\n  listen-on port " +
                           std::to_string(secondary_port_) + " { 127.0.0.1; };\n  pid-file \"" + s +
@@ -288,8 +312,10 @@ struct StepRig {
     for (int i = 0; i < 3; ++i) sd_event_run(loop.get(), 1000);  // no second call follows
     REQUIRE(calls == 1);
     // Secrets never leave the plugin.
-    for (const std::string& secret : {std::string(kSecret), std::string(kWrongSecret),
-                                      std::string(kApiKey), std::string("wrong-api-key-4711")}) {
+    for (const std::string& secret :
+         {std::string(kSecret), std::string(kWrongSecret), std::string(kApiKey),
+          std::string("wrong-api-key-4711"), std::string(kSha224Secret), std::string(kSha384Secret),
+          std::string(kSha224WrongSecret), std::string(kSha384WrongSecret)}) {
       CHECK(result->detail.find(secret) == std::string::npos);
       CHECK(result->output.find(secret) == std::string::npos);
     }

@@ -150,6 +150,66 @@ TEST_CASE("rfc2136 wrong TSIG secret fails once and is not retried", "[dns][bind
   CHECK(check.detail == "TSIG key 'feas-key' rejected by " + bind.primary() + " (BADSIG)");
 }
 
+TEST_CASE(
+    "rfc2136 with hmac-sha224 and hmac-sha384 keys updates, verifies and refuses a wrong secret",
+    "[dns][bind][tsig]") {
+  using fo::test::dns::BindKey;
+  BindPair bind({BindKey{"k224", "hmac-sha224", fo::test::dns::kSha224Secret},
+                 BindKey{"k384", "hmac-sha384", fo::test::dns::kSha384Secret}});
+  TempDir dir("fo-dns-key");
+  struct Case {
+    std::string name, algorithm, secret, wrong;
+    Site target;
+    std::string values;
+  };
+  const std::vector<Case> cases = {
+      {"k224", "hmac-sha224", fo::test::dns::kSha224Secret, fo::test::dns::kSha224WrongSecret,
+       Site::secondary, "198.51.100.20,198.51.100.21"},
+      {"k384", "hmac-sha384", fo::test::dns::kSha384Secret, fo::test::dns::kSha384WrongSecret,
+       Site::primary, "192.0.2.10"}};
+  StepRig rig;
+  for (const Case& c : cases) {
+    INFO(c.algorithm);
+    const std::string key =
+        dir.write(c.name + ".key", key_file_text(c.name, c.secret, c.algorithm), 0600);
+    auto step = rfc2136_step(bind.primary(), key, {bind.primary(), bind.secondary()});
+
+    // The signed SOA query and its signed reply.
+    StepOutcome check = rig.run(Op::check, step, c.target);
+    INFO(check.detail);
+    CHECK(check.ok());
+    CHECK(check.detail.find("accepts TSIG key '" + c.name + "'") != std::string::npos);
+
+    // The signed UPDATE, the reply's signature verified, then both servers verified.
+    const long serial = bind.primary_serial();
+    StepOutcome applied = rig.run(Op::apply, step, c.target);
+    INFO(applied.detail);
+    CHECK(applied.ok());
+    CHECK_FALSE(applied.already_done);
+    CHECK(bind.primary_serial() == serial + 1);
+    CHECK(sorted_lines(bind.dig_secondary("www.failover.test")) == c.values);
+
+    // The same key name with a wrong secret: BIND answers BADSIG, once, and nothing changes.
+    const std::string wrong =
+        dir.write(c.name + "-wrong.key", key_file_text(c.name, c.wrong, c.algorithm), 0600);
+    step.dns.tsig_key_file = wrong;
+    const Site other = c.target == Site::primary ? Site::secondary : Site::primary;
+    const std::size_t failures_before =
+        fo::test::dns::count(bind.primary_log(), "tsig verify failure");
+    StepOutcome refused = rig.run(Op::apply, step, other);
+    INFO(refused.detail);
+    CHECK_FALSE(refused.ok());
+    CHECK_FALSE(refused.retryable);
+    CHECK(refused.detail ==
+          "TSIG key '" + c.name + "' rejected by " + bind.primary() + " (BADSIG)");
+    CHECK(bind.primary_serial() == serial + 1);
+    CHECK(fo::test::dns::count(bind.primary_log(), "tsig verify failure") == failures_before + 1);
+    StepOutcome refused_check = rig.run(Op::check, step, other);
+    CHECK_FALSE(refused_check.retryable);
+    CHECK(refused_check.detail == refused.detail);
+  }
+}
+
 TEST_CASE("rfc2136 unknown key name is reported as BADKEY", "[dns][bind]") {
   BindPair bind;
   TempDir dir("fo-dns-key");
@@ -235,16 +295,23 @@ TEST_CASE("BIND key files are parsed and unsupported algorithms refused", "[dns]
   REQUIRE(good.ok);
   CHECK(good.key.name == "feas-key");
   CHECK(good.key.algorithm == "hmac-sha256");
-  CHECK(good.key.ldns_algorithm == "hmac-sha256.");
+  CHECK(good.key.algorithm_name == "hmac-sha256.");
   CHECK(good.key.secret == kSecret);
   auto md5 = parse_tsig_key(key_file_text("k", kSecret, "HMAC-MD5"));
   REQUIRE(md5.ok);
-  CHECK(md5.key.ldns_algorithm == "hmac-md5.sig-alg.reg.int.");
+  CHECK(md5.key.algorithm_name == "hmac-md5.sig-alg.reg.int.");
   CHECK(parse_tsig_key(key_file_text("k", kSecret, "hmac-sha512")).ok);
   CHECK(parse_tsig_key(key_file_text("k", kSecret, "hmac-sha1")).ok);
-  auto sha384 = parse_tsig_key(key_file_text("k", kSecret, "hmac-sha384"));
-  CHECK_FALSE(sha384.ok);
-  CHECK(sha384.error.find("cannot be used") != std::string::npos);
+  for (const auto& [written, algorithm] :
+       {std::pair{"hmac-sha224", "hmac-sha224"}, std::pair{"hmac-sha384", "hmac-sha384"},
+        std::pair{"HMAC-SHA384.", "hmac-sha384"}}) {
+    auto p = parse_tsig_key(key_file_text("k", kSecret, written));
+    REQUIRE(p.ok);
+    CHECK(p.key.algorithm == algorithm);
+    CHECK(p.key.algorithm_name == std::string(algorithm) + ".");
+  }
+  CHECK(parse_tsig_key(key_file_text("k", kSecret, "hmac-md5.sig-alg.reg.int.")).key.algorithm ==
+        "hmac-md5");
   CHECK(parse_tsig_key(key_file_text("k", kSecret, "rsa")).error.find("unknown algorithm") == 0);
   for (const char* broken : {"", "key", "key \"k\" {", "key \"k\" { algorithm hmac-sha256; };",
                              "key \"k\" { algorithm hmac-sha256; secret \"%%%\"; };", "/* open",
@@ -255,6 +322,23 @@ TEST_CASE("BIND key files are parsed and unsupported algorithms refused", "[dns]
     CHECK_FALSE(p.ok);
     CHECK_FALSE(p.error.empty());
     CHECK(p.error.find("QUJD") == std::string::npos);
+  }
+}
+
+TEST_CASE("key files written by tsig-keygen parse for every algorithm", "[dns][tsig]") {
+  using fo::actions::dns::parse_tsig_key;
+  TempDir dir("fo-dns-keygen");
+  for (const std::string algorithm :
+       {"hmac-md5", "hmac-sha1", "hmac-sha224", "hmac-sha256", "hmac-sha384", "hmac-sha512"}) {
+    INFO(algorithm);
+    const std::string out = dir.file(algorithm + ".key");
+    REQUIRE(fo::test::run_command({"/usr/sbin/tsig-keygen", "-a", algorithm, "gen-key"},
+                                  fo::test::dns::kToolEnv, out, {}, std::chrono::seconds(10)) == 0);
+    auto p = parse_tsig_key(fo::test::read_text(out));
+    INFO(p.error);
+    REQUIRE(p.ok);
+    CHECK(p.key.name == "gen-key");
+    CHECK(p.key.algorithm == algorithm);
   }
 }
 
