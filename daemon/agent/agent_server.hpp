@@ -1,8 +1,8 @@
 // The HTTP(S) side of `failoverd --agent`: POST /v1/probe and GET /v1/health served by
-// libmicrohttpd in external-epoll mode on the sd-event loop (as daemon/metrics/server.*). A probe
+// platform::HttpServer (libmicrohttpd on the sd-event loop, as daemon/metrics/server.*). A probe
 // request is authenticated (bearer token, constant-time compare), admitted (concurrency limit
 // and token-bucket rate, else 503 + Retry-After), size-capped (413), validated (400/403), then
-// its connection is suspended while the agent's own ProbeDispatcher runs the probes, and resumed
+// its connection is parked while the agent's own ProbeDispatcher runs the probes, and resumed
 // with the results at the request's deadline at the latest. Protocol: docs/agent-protocol.md.
 #pragma once
 
@@ -11,14 +11,14 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <set>
 #include <string>
+#include <unordered_map>
 
+#include "daemon/agent/agent_request.hpp"
 #include "daemon/config/config.hpp"
 #include "daemon/platform/event.hpp"
+#include "daemon/platform/http_server.hpp"
 #include "probes/dispatcher.hpp"
-
-struct MHD_Daemon;
 
 namespace fo::agent {
 
@@ -53,40 +53,37 @@ class AgentServer {
   AgentServer(const AgentServer&) = delete;
   AgentServer& operator=(const AgentServer&) = delete;
 
-  uint16_t port() const { return port_; }
-  const AgentServerStats& stats() const { return stats_; }
+  uint16_t port() const { return http_->port(); }
+  AgentServerStats stats() const;
   // Probe requests admitted and not yet answered.
   unsigned active() const { return active_; }
 
  private:
-  struct MhdStop {
-    void operator()(MHD_Daemon* d) const;
-  };
-  friend struct AgentGlue;  // the C callbacks, in agent_server.cpp
   struct Request;
 
+  platform::HttpAnswer handle(const platform::HttpRequest& request);
+  platform::HttpAnswer on_headers(const platform::HttpRequest& request);
+  platform::HttpAnswer on_body(const platform::HttpRequest& request);
   // Token bucket: true if a request may start now; otherwise the seconds to wait.
   bool admit_rate(unsigned& retry_after_s);
-  void start_probes(Request& req);
-  void complete(Request& req);
-  void run();
-  void kick();
+  void start_probes(uint64_t id, ProbeRequest parsed);
+  void complete(uint64_t id);
   void log_limited(const std::string& line);
 
   sd_event* event_;
   probes::ProbeDispatcher& probes_;
   AgentServerOptions options_;
-  uint16_t port_ = 0;
-  AgentServerStats stats_;
+  AgentServerStats stats_;  // too_large: only those refused by Content-Length, see stats()
   unsigned active_ = 0;
   double tokens_ = 0;
   std::chrono::steady_clock::time_point refilled_{};
   std::chrono::steady_clock::time_point log_window_{};
   int log_lines_ = 0;
-  std::set<Request*> suspended_;
-  std::unique_ptr<MHD_Daemon, MhdStop> daemon_;
-  platform::SourcePtr io_;
-  std::unique_ptr<platform::Timer> timer_;
+  // Admitted probe requests by HttpServer request id, until answered.
+  std::unordered_map<uint64_t, std::unique_ptr<Request>> running_;
+  // Probe callbacks may come after the server is gone; they check this first.
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+  std::unique_ptr<platform::HttpServer> http_;  // last: stopped before the state above goes
 };
 
 }  // namespace fo::agent

@@ -1,36 +1,26 @@
-// HTTP endpoint for Prometheus: GET /metrics served by libmicrohttpd in external-epoll mode on
-// the daemon's sd-event loop (RECIPES.md §10.4), so the render callback runs on the loop thread
-// and reads daemon state without locks.
+// HTTP endpoint for Prometheus: GET /metrics served by platform::HttpServer (libmicrohttpd on the
+// daemon's sd-event loop, RECIPES.md §10.4), so the render callback runs on the loop thread and
+// reads daemon state without locks.
 #pragma once
 
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <systemd/sd-event.h>
 
 #include <chrono>
 #include <cstdint>
 #include <functional>
-#include <memory>
-#include <optional>
 #include <string>
 #include <string_view>
 
-#include "daemon/platform/event.hpp"
-
-struct MHD_Daemon;
+#include "daemon/platform/http_server.hpp"
 
 namespace fo::metrics {
 
 // A literal, so data() is NUL-terminated.
 inline constexpr std::string_view kContentType = "text/plain; version=0.0.4; charset=utf-8";
 
-struct ListenAddress {
-  sockaddr_storage addr{};
-  socklen_t len = 0;
-};
-
 // "127.0.0.1:9772" or "[::1]:9772": IP literals only (no name resolution), port 0..65535.
-std::optional<ListenAddress> parse_listen(std::string_view text);
+using platform::ListenAddress;
+using platform::parse_listen;
 
 struct ServerLimits {
   unsigned max_connections = 16;
@@ -49,39 +39,23 @@ class MetricsServer {
   // malformed `listen` (the daemon does not create a server when metrics_listen is "").
   MetricsServer(sd_event* event, const std::string& listen, Render render,
                 ServerLimits limits = ServerLimits());
-  ~MetricsServer();
   MetricsServer(const MetricsServer&) = delete;
   MetricsServer& operator=(const MetricsServer&) = delete;
 
   // The bound port (the kernel's choice when `listen` asked for port 0).
-  uint16_t port() const { return port_; }
+  uint16_t port() const { return http_.port(); }
   // Requests answered so far, by outcome (for the daemon's own logging and the tests).
   uint64_t served() const { return served_; }
   uint64_t rejected() const { return rejected_; }  // 404, 405, 500
 
  private:
-  struct MhdStop {
-    void operator()(MHD_Daemon* d) const;
-  };
-
-  friend struct ServerGlue;  // the C callbacks, in server.cpp (keeps microhttpd.h private)
-  struct Reply {
-    unsigned status = 200;
-    std::string body;
-  };
-
-  Reply handle(std::string_view url, std::string_view method);
-  // Runs MHD and re-arms the timer from MHD_get_timeout (0 means run again at once).
-  void run();
+  // Answers on the first call, before any request body: nothing here accepts a body, and MHD
+  // closes the connection after an early reply instead of reading what the client sends.
+  platform::HttpReply handle(const platform::HttpRequest& request);
 
   Render render_;
-  uint16_t port_ = 0;
   uint64_t served_ = 0, rejected_ = 0;
-  std::chrono::steady_clock::time_point log_window_start_{};
-  int log_lines_ = 0;
-  std::unique_ptr<MHD_Daemon, MhdStop> daemon_;
-  platform::SourcePtr io_;
-  std::unique_ptr<platform::Timer> timer_;
+  platform::HttpServer http_;  // last: its handler uses the members above
 };
 
 }  // namespace fo::metrics

@@ -7,13 +7,13 @@
 #include <string>
 
 #include "probes/net.hpp"
-#include "tests/probes/pg_cluster.hpp"
 #include "tests/probes/probe_rig.hpp"
+#include "tests/support/pg_cluster.hpp"
 
 using fo::config::Probe;
-using fo::test::PgPair;
 using fo::test::ProbeRig;
 using Ms = std::chrono::milliseconds;
+using PgPair = fo::test::PgCluster;
 
 namespace {
 

@@ -11,9 +11,11 @@
 #include "actions/postgres/postgres_step.hpp"
 #include "daemon/platform/event.hpp"
 #include "tests/platform/loop_util.hpp"
-#include "tests/steps/postgres/pg_nodes.hpp"
+#include "tests/support/pg_cluster.hpp"
 
 namespace fo::test {
+
+using PgNodes = PgCluster;
 
 enum class StepMode { apply, check, observe };
 

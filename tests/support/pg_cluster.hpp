@@ -1,9 +1,11 @@
-// Test helper for the postgres step: a real PostgreSQL 15 primary ("a", site primary) and a
-// streaming standby ("b", site secondary) on 127.0.0.1, from tests/probes/pg_cluster.hpp, with
-// what failover and failback need: wal_log_hints for pg_rewind, a password-authenticated
-// superuser `failoverd`, ports on the command line (pg_rewind copies postgresql.conf), and
-// stopping/starting each node. Servers are children of the test (postgres in the foreground,
-// parent-death signal), so they die with it; the destructor stops them with a bounded wait.
+// Test helper: a real PostgreSQL 15 primary ("a", site primary) and a streaming standby ("b",
+// site secondary) on 127.0.0.1 (RECIPES §4), run as the postgres user from a temp dir, on ports
+// picked free at runtime. Set up for failover and failback too: wal_log_hints for pg_rewind, a
+// password-authenticated superuser `failoverd`, ports on the command line (pg_rewind copies
+// postgresql.conf), stopping/starting each node. Servers are children of the test (postgres in
+// the foreground, parent-death signal), so they die with it; the destructor stops them with a
+// bounded wait. Fails with a clear message when PostgreSQL 15 is not installed.
+// Used by tests/probes (postgres probe) and tests/steps/postgres (postgres step).
 #pragma once
 
 #include <libpq-fe.h>
@@ -16,6 +18,7 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "tests/probes/child_process.hpp"
 #include "tests/probes/probe_rig.hpp"
@@ -26,7 +29,7 @@ inline constexpr const char* kPgBinDir = "/usr/lib/postgresql/15/bin";
 inline constexpr const char* kStepUser = "failoverd";
 inline constexpr const char* kStepPassword = "s3cret-Pw-for-tests";
 
-class PgNodes {
+class PgCluster {
  public:
   struct Node {
     std::string name;
@@ -35,7 +38,7 @@ class PgNodes {
     Child child;
   };
 
-  PgNodes() : dir_("fo-pgstep") {
+  PgCluster() : dir_("fo-pg") {
     const std::string bin = kPgBinDir;
     for (const char* tool : {"postgres", "initdb", "pg_basebackup", "pg_rewind", "pg_ctl"})
       if (::access((bin + "/" + tool).c_str(), X_OK) != 0)
@@ -79,9 +82,11 @@ class PgNodes {
          "-D", b_.data, "-R", "-X", "stream", "-c", "fast", "--no-sync"},
         "pg_basebackup");
     start(b_);
-    REQUIRE(wait_streaming(a_));
+    const bool streaming = wait_streaming(a_);
+    INFO(read_text(dir_.path() + "/b.log"));
+    REQUIRE(streaming);
   }
-  ~PgNodes() {
+  ~PgCluster() {
     // Fast shutdown (SIGINT); the standby first, so a primary has no walsender to wait for.
     const bool a_standby = sql(a_.port, "SELECT pg_is_in_recovery()") == "t";
     Node& first = a_standby ? a_ : b_;
@@ -89,11 +94,15 @@ class PgNodes {
     first.child.stop(SIGINT, std::chrono::seconds(15));
     second.child.stop(SIGINT, std::chrono::seconds(15));
   }
-  PgNodes(const PgNodes&) = delete;
-  PgNodes& operator=(const PgNodes&) = delete;
+  PgCluster(const PgCluster&) = delete;
+  PgCluster& operator=(const PgCluster&) = delete;
 
   Node& a() { return a_; }
   Node& b() { return b_; }
+  // The ports of the primary and the standby as set up (a and b until a test swaps roles).
+  int primary_port() const { return a_.port; }
+  int standby_port() const { return b_.port; }
+  std::string socket_dir() const { return dir_.path() + "/sock"; }
   const std::string& path() const { return dir_.path(); }
   TempDir& dir() { return dir_; }
   const RunAs& run_as() const { return as_; }
