@@ -2,9 +2,10 @@
 // through the daemon's real ProbeDispatcher on its own sd-event loop, and reports probes/s,
 // CPU time per probe (getrusage user+sys), max RSS and the error count. See bench/README.md.
 //   probe_bench --base URL [--targets N] [--duration S | --rounds R] [--interval-ms I]
-//               [--concurrency C] [--timeout-ms T] [--cpu K] [--json]
+//               [--concurrency C] [--timeout-ms T] [--cpu K] [--abortive-close] [--json]
 // Without --interval-ms each round starts as soon as the previous one has finished (capacity).
 // With it a round starts every I ms, as the daemon's rounds do (a given probe rate).
+// --abortive-close: the http probe's abortive_close = true (off by default in the daemon).
 #include <sched.h>
 #include <sys/resource.h>
 
@@ -13,6 +14,7 @@
 #include <cstdlib>
 #include <exception>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -21,6 +23,7 @@
 #include "daemon/platform/curl_multi.hpp"
 #include "daemon/platform/event.hpp"
 #include "probes/dispatcher.hpp"
+#include "probes/http/http_probe.hpp"
 
 namespace {
 
@@ -41,13 +44,14 @@ struct Options {
   long interval_ms = 0;  // 0: back to back
   int cpu = -1;          // >= 0: pin to this CPU (as taskset -c)
   bool json = false;
+  bool abortive_close = false;
 };
 
 int usage() {
   std::fprintf(stderr,
                "usage: probe_bench --base URL [--targets N] [--duration S | --rounds R]\n"
                "                   [--interval-ms I] [--concurrency C] [--timeout-ms T] [--cpu K]\n"
-               "                   [--json]\n"
+               "                   [--abortive-close] [--json]\n"
                "  probe i (0 <= i < N) fetches URL followed by i, e.g. --base "
                "http://127.0.0.1:8080/t/\n");
   return 2;
@@ -68,6 +72,8 @@ bool parse_args(int argc, char** argv, Options& o) {
     long v = 0;
     if (a == "--json") {
       o.json = true;
+    } else if (a == "--abortive-close") {
+      o.abortive_close = true;
     } else if (!has_value) {
       return false;
     } else if (a == "--base") {
@@ -123,6 +129,7 @@ class Runner {
       p.http.url = o.base + std::to_string(i);
       p.http.timeout = fo::core::Millis(o.timeout_ms);
       p.http.expect_status = {{200, 200}};
+      p.http.abortive_close = o.abortive_close;
     }
     from_.name = "bench";
   }

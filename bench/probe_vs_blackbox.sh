@@ -14,6 +14,8 @@
 #                          the kernel's RT throttling still leaves 5 % of each CPU to others
 #   NICE [-10]             with RT=0: niceness of every process started here
 #   BUILD [1]              0: use the binaries already in BUILD_DIR
+#   ABORTIVE [0]           1: probe_bench --abortive-close (RST instead of FIN; the daemon's
+#                          default is an ordinary close, so the default run measures that)
 # Everything listens on 127.0.0.1 only, and everything started here is stopped on exit.
 set -euo pipefail
 
@@ -26,6 +28,7 @@ OUR_CONCURRENCY2=${OUR_CONCURRENCY2-256}
 PIN=${PIN:-1}
 RT=${RT:-1}
 NICE=${NICE:--10}
+ABORTIVE=${ABORTIVE:-0}
 READY_TIMEOUT_S=10
 
 for tool in nginx prometheus-blackbox-exporter curl python3 taskset chrt pgrep; do
@@ -147,7 +150,7 @@ echo "machine: $(nproc) CPU(s), $(grep -m1 'model name' /proc/cpuinfo | cut -d: 
   "kernel $(uname -r); nginx $(nginx -v 2>&1 | cut -d/ -f2)," \
   "blackbox_exporter $(prometheus-blackbox-exporter --version 2>&1 | sed -n '1s/.*version \([^ ]*\).*/\1/p')"
 echo "targets=$TARGETS duration=${DURATION}s concurrency=$CONCURRENCY pin=$PIN rt=$RT" \
-  "$([[ $RT == 1 ]] || echo "nice=$NICE")"
+  "abortive_close=$ABORTIVE $([[ $RT == 1 ]] || echo "nice=$NICE")"
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # --- exporter: warm up, then measure its CPU from /proc around the driver's run --------------
@@ -178,6 +181,7 @@ BBE_PID=""
 ours() {  # CONCURRENCY [INTERVAL_MS]: sets ours_out (probe_bench's key=value line), ours_nginx
   local n0 pace=()
   [[ -n ${2:-} ]] && pace=(--interval-ms "$2")
+  [[ $ABORTIVE == 1 ]] && pace+=(--abortive-close)
   n0=$(proc_cpu "$NGINX_WORKER")
   ours_out=$("${NICED[@]}" "$PROBE_BENCH" --base "$BASE" --targets "$TARGETS" \
     --duration "$DURATION" --concurrency "$1" "${pace[@]}" "${PROBER_CPU[@]}") || {

@@ -53,6 +53,7 @@ json probe_to_json(const config::Probe& p) {
     if (!h.client_key.empty()) j["client_key"] = h.client_key;
     if (!h.resolve.empty()) j["resolve"] = h.resolve;
     j["max_body"] = h.max_body;
+    if (h.abortive_close) j["abortive_close"] = true;
     j["timeout"] = ms_text(h.timeout);
   } else if (p.kind == "tcp") {
     const auto& t = p.tcp;

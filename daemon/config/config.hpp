@@ -93,6 +93,9 @@ struct HttpProbe {
   // IP literal: connect there, keeping the URL's host for Host, SNI and certificate checks.
   std::string resolve;
   std::size_t max_body = 65536;
+  // Close with SO_LINGER 0 (an RST instead of a FIN), as HAProxy does for its health checks:
+  // no TIME_WAIT socket per check on the prober, at the price of a reset the server may log.
+  bool abortive_close = false;
   static constexpr std::size_t kMaxRegexBody = 32 * 1024;
 };
 

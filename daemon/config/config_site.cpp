@@ -35,8 +35,9 @@ std::vector<std::string_view> probe_keys(std::string_view kind) {
   std::vector<std::string_view> keys = {"kind", "name", "timeout"};
   std::vector<std::string_view> more;
   if (kind == "http")
-    more = {"url",        "method",  "expect_status", "body_contains", "body_regex", "headers",
-            "tls_verify", "ca_file", "client_cert",   "client_key",    "resolve",    "max_body"};
+    more = {"url",     "method",     "expect_status", "body_contains", "body_regex",
+            "headers", "tls_verify", "ca_file",       "client_cert",   "client_key",
+            "resolve", "max_body",   "abortive_close"};
   else if (kind == "tcp")
     more = {"address", "send", "expect", "max_read"};
   else if (kind == "dns")
@@ -390,6 +391,7 @@ void parse_http(const TableReader& r, HttpProbe& h) {
   }
   if (auto v = r.integer("max_body", 1, 16 * 1024 * 1024))
     h.max_body = static_cast<std::size_t>(*v);
+  if (auto v = r.boolean("abortive_close")) h.abortive_close = *v;
 }
 
 void parse_tcp(const TableReader& r, TcpProbe& t) {

@@ -2,6 +2,7 @@
 #include "probes/http/http_probe.hpp"
 
 #include <curl/curl.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -65,6 +66,15 @@ std::size_t on_body(char* data, std::size_t size, std::size_t nmemb, void* userp
   c->received += n;
   if (!c->spec.body_contains.empty() || !c->spec.body_regex.empty()) c->body.append(data, n);
   return n;
+}
+
+// CURLOPT_SOCKOPTFUNCTION for the probe's abortive_close.
+int set_abortive_close(void*, curl_socket_t fd, curlsocktype purpose) {
+  if (purpose != CURLSOCKTYPE_IPCXN) return CURL_SOCKOPT_OK;
+  const linger no_linger{1, 0};
+  // A failure only means an ordinary close; the check itself is unaffected.
+  ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &no_linger, sizeof no_linger);
+  return CURL_SOCKOPT_OK;
 }
 
 std::string describe_failure(const Check& c, CURLcode rc, CURL* easy) {
@@ -233,7 +243,9 @@ void HttpProber::start(const config::HttpProbe& spec, const config::Location& fr
     check->headers.reset(grown);
   }
 
-  EasyPtr easy(curl_easy_init());
+  // A pooled handle saves curl's per-handle allocation and set-up; curl_easy_reset has put
+  // every option back to its default (no header, body or source address of an earlier check).
+  EasyPtr easy(multi_.take_easy());
   if (!easy) return fail_later("cannot create request");
   CURL* h = easy.get();
   std::string failed_option;
@@ -273,10 +285,15 @@ void HttpProber::start(const config::HttpProbe& spec, const config::Location& fr
   // A probe must see what a new client sees: its own connect and TLS handshake.
   set(CURLOPT_FRESH_CONNECT, 1L, "FRESH_CONNECT");
   set(CURLOPT_FORBID_REUSE, 1L, "FORBID_REUSE");
+  if (spec.abortive_close) set(CURLOPT_SOCKOPTFUNCTION, &set_abortive_close, "SOCKOPTFUNCTION");
+  // The handle is reused and curl_easy_reset keeps its TLS session cache: no resumption.
+  set(CURLOPT_SSL_SESSIONID_CACHE, 0L, "SSL_SESSIONID_CACHE");
   if (!failed_option.empty()) return fail_later("cannot set up request (" + failed_option + ")");
 
-  multi_.add(easy.release(),
-             [check](CURLcode rc, CURL* handle) { check->done(judge(*check, rc, handle)); });
+  multi_.add(
+      easy.release(),
+      [check](CURLcode rc, CURL* handle) { check->done(judge(*check, rc, handle)); },
+      platform::CurlMulti::AfterDone::reuse);
 }
 
 }  // namespace fo::probes

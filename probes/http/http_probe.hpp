@@ -22,7 +22,7 @@ class HttpProber {
   // Starts one check of `spec` from location `from` (source address / interface). `done` runs
   // exactly once, from the loop, never inside start() -- unless the CurlMulti is cancelled or
   // destroyed first, which drops it. Redirects are not followed (a 3xx is judged as is), no
-  // proxy is used, every check opens a fresh connection.
+  // proxy is used, every check opens a fresh connection (and TLS resumes no session).
   void start(const config::HttpProbe& spec, const config::Location& from,
              std::function<void(ProbeResult)> done);
 

@@ -141,7 +141,7 @@ TEST_CASE("wire: every probe kind survives the trip to the agent", "[agent][wire
       "\"HEAD\", expect_status = \"200,204,300-302\", body_contains = \"ok\", body_regex = "
       "\"o+k\", headers = { X-Probe = \"1\" }, tls_verify = false, ca_file = \"/ca.pem\", "
       "client_cert = \"/c.pem\", client_key = \"/k.pem\", resolve = \"127.0.0.1\", max_body = "
-      "1000, timeout = \"1500ms\" },\n"
+      "1000, timeout = \"1500ms\", abortive_close = true },\n"
       " { kind = \"tcp\", address = \"[::1]:6379\", send = \"PING\\r\\n\", expect = \"PONG\", "
       "max_read = 100 },\n"
       " { kind = \"dns\", server = \"127.0.0.1:5353\", qname = \"www.example.org\", type = "

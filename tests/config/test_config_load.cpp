@@ -134,6 +134,7 @@ TEST_CASE("minimal config gets documented defaults", "[config]") {
   CHECK(probe.http.timeout == 5s);
   CHECK(probe.http.tls_verify);
   CHECK(probe.http.max_body == 65536);
+  CHECK_FALSE(probe.http.abortive_close);
   CHECK(probe.http.headers.empty());
   for (const auto& steps : g.steps) CHECK(steps.empty());
   const auto& p = g.policy;
