@@ -10,6 +10,8 @@ TARGETS=${TARGETS:-1000}
 ROUNDS=${ROUNDS:-3}
 CONCURRENCY=${CONCURRENCY:-16}
 TOP=${TOP:-0}
+# shellcheck source=bench/nginx_targets.sh
+source "$(dirname "$0")/nginx_targets.sh"
 for tool in nginx valgrind callgrind_annotate curl python3; do
   command -v "$tool" >/dev/null || { echo "missing $tool" >&2; exit 1; }
 done
@@ -24,26 +26,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-mkdir -p "$T/nginx"
-cat >"$T/nginx/nginx.conf" <<CONF
-worker_processes 1;
-pid $T/nginx/nginx.pid;
-error_log $T/nginx/error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  client_body_temp_path $T/nginx/tmp_body;
-  proxy_temp_path $T/nginx/tmp_proxy;
-  fastcgi_temp_path $T/nginx/tmp_fcgi;
-  uwsgi_temp_path $T/nginx/tmp_uwsgi;
-  scgi_temp_path $T/nginx/tmp_scgi;
-  server {
-    listen 127.0.0.1:$PORT backlog=4096;
-    location /t/ { default_type text/plain; return 200 "ok\n"; }
-    location / { return 404; }
-  }
-}
-CONF
+nginx_targets_conf "$T/nginx" "$PORT"
 nginx -e "$T/nginx/error.log" -c "$T/nginx/nginx.conf" -p "$T/nginx" -g 'daemon off;' &
 NGINX_PID=$!
 BASE=http://127.0.0.1:$PORT/t/

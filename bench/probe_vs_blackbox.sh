@@ -20,6 +20,8 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/nginx_targets.sh
+source "$ROOT/bench/nginx_targets.sh"
 BUILD_DIR=${1:-$ROOT/build-bench}
 TARGETS=${TARGETS:-2000}
 DURATION=${DURATION:-10}
@@ -98,29 +100,7 @@ calc() { awk "BEGIN{printf \"$1\", $2}"; }
 
 # --- nginx: 200 and a 3-byte body for every /t/<i> -------------------------------------------
 NPORT=$(free_port)
-mkdir -p "$T/nginx"
-cat >"$T/nginx/nginx.conf" <<EOF
-user root;
-worker_processes 1;
-worker_rlimit_nofile 16384;
-pid $T/nginx/nginx.pid;
-error_log $T/nginx/error.log warn;
-events { worker_connections 8192; }
-http {
-  access_log off;
-  keepalive_requests 100000;
-  client_body_temp_path $T/nginx/tmp_body;
-  proxy_temp_path $T/nginx/tmp_proxy;
-  fastcgi_temp_path $T/nginx/tmp_fcgi;
-  uwsgi_temp_path $T/nginx/tmp_uwsgi;
-  scgi_temp_path $T/nginx/tmp_scgi;
-  server {
-    listen 127.0.0.1:$NPORT backlog=4096;
-    location /t/ { default_type text/plain; return 200 "ok\n"; }
-    location / { return 404; }
-  }
-}
-EOF
+nginx_targets_conf "$T/nginx" "$NPORT"
 "${NICED[@]}" "${ON_OTHER[@]}" nginx -e "$T/nginx/error.log" -c "$T/nginx/nginx.conf" -p "$T/nginx" \
   -g 'daemon off;' &
 NGINX_PID=$!

@@ -11,11 +11,6 @@
 
 namespace fo::probes {
 
-void UniqueFd::reset(int fd) {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = fd;
-}
-
 bool make_sockaddr(const std::string& ip, int port, SockAddr& out) {
   out = SockAddr{};
   if (port < 0 || port > 65535) return false;

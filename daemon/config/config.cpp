@@ -12,9 +12,12 @@
 
 #include "daemon/config/config_parts.hpp"
 #include "daemon/config/toml_reader.hpp"
+#include "daemon/platform/unique_fd.hpp"
 
 namespace fo::config {
 namespace {
+
+using platform::UniqueFd;
 
 using detail::ErrorSink;
 using detail::quote;
@@ -40,18 +43,6 @@ std::string one_line(std::string_view s) {
   for (char c : s) out += (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) ? ' ' : c;
   return out;
 }
-
-class UniqueFd {
- public:
-  explicit UniqueFd(int fd) : fd_(fd) {}
-  ~UniqueFd() { ::close(fd_); }
-  UniqueFd(const UniqueFd&) = delete;
-  UniqueFd& operator=(const UniqueFd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 // "127.0.0.1:9772" or "[::1]:9772"; port 0..65535 (0: any free port, for tests).
 bool valid_listen(std::string_view s) {

@@ -15,9 +15,12 @@
 #include <utility>
 #include <variant>
 
+#include "daemon/platform/unique_fd.hpp"
+
 namespace fo::control {
 
 using nlohmann::json;
+using platform::UniqueFd;
 
 namespace {
 
@@ -28,21 +31,6 @@ constexpr uint64_t kTimerAccuracyUsec = 1000;  // 0 would mean 250 ms of slack
 std::string errno_text(int err) {
   return std::strerror(err);
 }
-
-class UniqueFd {
- public:
-  explicit UniqueFd(int fd = -1) : fd_(fd) {}
-  ~UniqueFd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  UniqueFd(const UniqueFd&) = delete;
-  UniqueFd& operator=(const UniqueFd&) = delete;
-  int get() const { return fd_; }
-  int release() { return std::exchange(fd_, -1); }
-
- private:
-  int fd_;
-};
 
 sockaddr_un make_address(const std::string& path) {
   sockaddr_un address{};

@@ -58,14 +58,10 @@ int select_bits(uint32_t revents) {
 
 }  // namespace
 
-CurlMulti::OwnedFd::~OwnedFd() {
-  if (fd >= 0) ::close(fd);
-}
-
 CurlMulti::CurlMulti(sd_event* event)
     : event_(sd_event_ref(event)), epoll_(::epoll_create1(EPOLL_CLOEXEC)) {
   static const GlobalInit global_init;  // once per process, before any other curl call
-  if (epoll_.fd < 0) throw std::system_error(errno, std::generic_category(), "epoll_create1");
+  if (epoll_.get() < 0) throw std::system_error(errno, std::generic_category(), "epoll_create1");
   batch_.resize(kMaxEventsPerWake);
   pool_.reserve(kMaxPooledHandles);  // so returning a handle never allocates
   multi_.reset(curl_multi_init());
@@ -75,7 +71,7 @@ CurlMulti::CurlMulti(sd_event* event)
   curl_multi_setopt(multi_.get(), CURLMOPT_TIMERFUNCTION, &CurlMulti::on_curl_timer);
   curl_multi_setopt(multi_.get(), CURLMOPT_TIMERDATA, this);
   sd_event_source* src = nullptr;
-  const int rc = sd_event_add_io(event, &src, epoll_.fd, EPOLLIN, &CurlMulti::on_epoll, this);
+  const int rc = sd_event_add_io(event, &src, epoll_.get(), EPOLLIN, &CurlMulti::on_epoll, this);
   if (rc < 0) throw std::system_error(-rc, std::generic_category(), "sd_event_add_io(epoll)");
   epoll_io_.reset(src);
   timer_ = std::make_unique<Timer>(event, [this] {
@@ -163,7 +159,7 @@ bool CurlMulti::watch(curl_socket_t fd, uint32_t events, bool fresh) {
   if (events == 0) {
     // CURL_POLL_NONE: out of the set, since epoll reports ERR/HUP even with no events asked
     // and the socket could spin. ENOENT/EBADF only mean it was not (or no longer) there.
-    if ((before != 0 || fresh) && ::epoll_ctl(epoll_.fd, EPOLL_CTL_DEL, fd, &ev) != 0 &&
+    if ((before != 0 || fresh) && ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, fd, &ev) != 0 &&
         errno != ENOENT && errno != EBADF)
       spdlog::warn("epoll_ctl(DEL, fd {}): {}", fd, std::strerror(errno));
     it->second = 0;
@@ -171,12 +167,12 @@ bool CurlMulti::watch(curl_socket_t fd, uint32_t events, bool fresh) {
   }
   ev.events = events;
   int op = before != 0 ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
-  if (::epoll_ctl(epoll_.fd, op, fd, &ev) != 0) {
+  if (::epoll_ctl(epoll_.get(), op, fd, &ev) != 0) {
     // Our record can be out of date: a socket closed behind our back left the set (MOD gives
     // ENOENT), or a registration of this number is still there (ADD gives EEXIST).
     if ((op == EPOLL_CTL_MOD && errno == ENOENT) || (op == EPOLL_CTL_ADD && errno == EEXIST)) {
       op = op == EPOLL_CTL_MOD ? EPOLL_CTL_ADD : EPOLL_CTL_MOD;
-      if (::epoll_ctl(epoll_.fd, op, fd, &ev) == 0) {
+      if (::epoll_ctl(epoll_.get(), op, fd, &ev) == 0) {
         it->second = events;
         return true;
       }
@@ -197,8 +193,8 @@ void CurlMulti::unwatch(curl_socket_t fd) {
   if (it == sockets_.end()) return;
   // curl reports REMOVE before it closes the fd; if it is gone anyway, so is its registration.
   epoll_event ev{};
-  if (it->second != 0 && ::epoll_ctl(epoll_.fd, EPOLL_CTL_DEL, fd, &ev) != 0 && errno != ENOENT &&
-      errno != EBADF)
+  if (it->second != 0 && ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, fd, &ev) != 0 &&
+      errno != ENOENT && errno != EBADF)
     spdlog::warn("epoll_ctl(DEL, fd {}): {}", fd, std::strerror(errno));
   sockets_.erase(it);
 }
@@ -235,7 +231,7 @@ void CurlMulti::run_pending(bool sockets) {
   int running = 0;
   if (sockets) {
     const int n =
-        ::epoll_wait(epoll_.fd, batch_.data(), static_cast<int>(batch_.size()), /*timeout=*/0);
+        ::epoll_wait(epoll_.get(), batch_.data(), static_cast<int>(batch_.size()), /*timeout=*/0);
     if (n < 0 && errno != EINTR) spdlog::error("epoll_wait: {}", std::strerror(errno));
     batch_pos_ = 0;
     batch_end_ = n > 0 ? static_cast<std::size_t>(n) : 0;

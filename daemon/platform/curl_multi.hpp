@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "daemon/platform/event.hpp"
+#include "daemon/platform/unique_fd.hpp"
 
 namespace fo::platform {
 
@@ -78,13 +79,6 @@ class CurlMulti {
   struct MultiCleanup {
     void operator()(CURLM* m) const { curl_multi_cleanup(m); }
   };
-  struct OwnedFd {
-    int fd = -1;
-    explicit OwnedFd(int f) : fd(f) {}
-    ~OwnedFd();
-    OwnedFd(const OwnedFd&) = delete;
-    OwnedFd& operator=(const OwnedFd&) = delete;
-  };
   struct Transfer {
     Done done;
     AfterDone after = AfterDone::cleanup;
@@ -117,7 +111,7 @@ class CurlMulti {
   std::deque<std::function<void()>> posted_;
   bool timeout_due_ = false;
   bool* destroyed_ = nullptr;  // set while callbacks run, so they may destroy *this
-  OwnedFd epoll_;
+  UniqueFd epoll_;
   // Declared last: destroyed first, so none can fire into a half-destroyed object.
   SourcePtr epoll_io_;
   std::unique_ptr<Timer> timer_;

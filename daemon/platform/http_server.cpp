@@ -20,25 +20,12 @@
 #include <stdexcept>
 #include <system_error>
 
+#include "daemon/platform/unique_fd.hpp"
+
 namespace fo::platform {
 namespace {
 
 constexpr int kListenBacklog = 64;
-
-class UniqueFd {
- public:
-  explicit UniqueFd(int fd) : fd_(fd) {}
-  ~UniqueFd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  UniqueFd(const UniqueFd&) = delete;
-  UniqueFd& operator=(const UniqueFd&) = delete;
-  int get() const { return fd_; }
-  int release() { return std::exchange(fd_, -1); }
-
- private:
-  int fd_;
-};
 
 std::optional<uint16_t> parse_port(std::string_view s) {
   if (s.empty() || s.size() > 5) return std::nullopt;
