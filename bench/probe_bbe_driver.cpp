@@ -17,7 +17,14 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_util.hpp"
+
 namespace {
+
+using fo::bench::cpu_seconds;
+using fo::bench::loopback_url;
+using fo::bench::parse_long;
+using fo::bench::pin_to_cpu;
 
 constexpr long kMaxTargets = 1'000'000;
 constexpr double kMaxDurationS = 3600;
@@ -40,18 +47,6 @@ int usage() {
                "usage: probe_bbe_driver --probe-url URL --base URL [--targets N] [--duration S]\n"
                "                        [--concurrency C] [--cpu K] [--json]\n");
   return 2;
-}
-
-bool parse_long(const char* text, long lo, long hi, long& out) {
-  char* end = nullptr;
-  const long v = std::strtol(text, &end, 10);
-  if (end == text || *end != '\0' || v < lo || v > hi) return false;
-  out = v;
-  return true;
-}
-
-bool loopback(const std::string& url) {
-  return url.rfind("http://127.0.0.1:", 0) == 0 || url.rfind("http://[::1]:", 0) == 0;
 }
 
 bool parse_args(int argc, char** argv, Options& o) {
@@ -81,7 +76,7 @@ bool parse_args(int argc, char** argv, Options& o) {
       return false;
     }
   }
-  return loopback(o.probe_url) && loopback(o.base);
+  return loopback_url(o.probe_url) && loopback_url(o.base);
 }
 
 struct MultiCleanup {
@@ -115,27 +110,12 @@ bool says_success(const std::string& body) {
          body.find("\nprobe_success 1\n") != std::string::npos;
 }
 
-double cpu_seconds(const rusage& ru) {
-  auto s = [](const timeval& tv) {
-    return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) / 1e6;
-  };
-  return s(ru.ru_utime) + s(ru.ru_stime);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   Options o;
   if (!parse_args(argc, argv, o)) return usage();
-  if (o.cpu >= 0) {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(o.cpu, &set);
-    if (sched_setaffinity(0, sizeof set, &set) != 0) {
-      std::perror("probe_bbe_driver: sched_setaffinity");
-      return 1;
-    }
-  }
+  if (!pin_to_cpu(o.cpu, "probe_bbe_driver")) return 1;
   if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) return 1;
   std::unique_ptr<CURLM, MultiCleanup> multi(curl_multi_init());
   if (!multi) return 1;

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "actions/exec/exec_runner.hpp"
+#include "bench/bench_util.hpp"
 #include "daemon/config/config.hpp"
 #include "daemon/platform/curl_multi.hpp"
 #include "daemon/platform/event.hpp"
@@ -26,6 +27,11 @@
 #include "probes/http/http_probe.hpp"
 
 namespace {
+
+using fo::bench::cpu_seconds;
+using fo::bench::loopback_url;
+using fo::bench::parse_long;
+using fo::bench::pin_to_cpu;
 
 // Bounds on what the command line may ask for.
 constexpr long kMaxTargets = 1'000'000;
@@ -55,14 +61,6 @@ int usage() {
                "  probe i (0 <= i < N) fetches URL followed by i, e.g. --base "
                "http://127.0.0.1:8080/t/\n");
   return 2;
-}
-
-bool parse_long(const char* text, long lo, long hi, long& out) {
-  char* end = nullptr;
-  const long v = std::strtol(text, &end, 10);
-  if (end == text || *end != '\0' || v < lo || v > hi) return false;
-  out = v;
-  return true;
 }
 
 bool parse_args(int argc, char** argv, Options& o) {
@@ -99,14 +97,7 @@ bool parse_args(int argc, char** argv, Options& o) {
       return false;
     }
   }
-  return o.base.rfind("http://127.0.0.1:", 0) == 0 || o.base.rfind("http://[::1]:", 0) == 0;
-}
-
-double cpu_seconds(const rusage& ru) {
-  auto s = [](const timeval& tv) {
-    return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) / 1e6;
-  };
-  return s(ru.ru_utime) + s(ru.ru_stime);
+  return loopback_url(o.base);
 }
 
 // Starts round after round of every probe. A round never starts before the last probe of the
@@ -204,15 +195,7 @@ class Runner {
 int main(int argc, char** argv) {
   Options o;
   if (!parse_args(argc, argv, o)) return usage();
-  if (o.cpu >= 0) {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(o.cpu, &set);
-    if (sched_setaffinity(0, sizeof set, &set) != 0) {
-      std::perror("probe_bench: sched_setaffinity");
-      return 1;
-    }
-  }
+  if (!pin_to_cpu(o.cpu, "probe_bench")) return 1;
   try {
     auto loop = fo::platform::make_event();
     fo::platform::CurlMulti curl(loop.get());
