@@ -455,6 +455,25 @@ TEST_CASE("plan: pre-checks pass, then every step is applied", "[plan]") {
   CHECK(f.events[2].ev.stage == "apply");
 }
 
+namespace {
+
+// Runs `steps` with `o` to the end and returns the outcome; events go to f.events.
+PlanOutcome run_with(PlanFixture& f, std::vector<Step> steps, PlanOptions o) {
+  PlanHooks hooks;
+  hooks.on_step = [&f](const StepEvent& ev) { f.events.push_back({ev, {}}); };
+  hooks.on_done = [&f](PlanOutcome out) {
+    ++f.done_calls;
+    f.outcome = std::move(out);
+  };
+  f.plan = std::make_unique<PlanRunner>(f.loop.get(), f.registry, std::move(steps), context(),
+                                        std::move(o), std::move(hooks));
+  REQUIRE(f.run_to_end());
+  REQUIRE(f.outcome);
+  return *f.outcome;
+}
+
+}  // namespace
+
 TEST_CASE("plan: a dry run runs the pre-checks only", "[plan]") {
   PlanFixture f;
   f.registry.add("gated", std::make_unique<GatedPlugin>(f.exec));
@@ -462,19 +481,9 @@ TEST_CASE("plan: a dry run runs the pre-checks only", "[plan]") {
   auto gate = f.step("gate", "touch " + marker + "\n");
   gate.kind = "gated";
   gate.env["CHECK_SCRIPT"] = f.dir.write("check.sh", "#!/bin/sh\nexit 0\n");
-  PlanHooks hooks;
-  hooks.on_step = [&](const StepEvent& ev) { f.events.push_back({ev, {}}); };
-  hooks.on_done = [&](PlanOutcome o) {
-    ++f.done_calls;
-    f.outcome = std::move(o);
-  };
   PlanOptions o;
   o.mode = PlanMode::dry_run;
-  f.plan = std::make_unique<PlanRunner>(f.loop.get(), f.registry,
-                                        std::vector<Step>{gate, f.step("b", "touch " + marker)},
-                                        context(), o, std::move(hooks));
-  REQUIRE(f.run_to_end());
-  REQUIRE(f.outcome);
+  run_with(f, {gate, f.step("b", "touch " + marker)}, o);
   CHECK(f.outcome->ok);
   CHECK(f.outcome->changed_nothing);
   CHECK(f.outcome->detail == "1 pre-check passed; gate: exited 0");
@@ -487,20 +496,10 @@ TEST_CASE("plan: a resumed plan skips the pre-checks", "[plan]") {
   auto gate = f.step("gate", "exit 0\n");
   gate.kind = "gated";
   gate.env["CHECK_SCRIPT"] = f.dir.write("check.sh", "#!/bin/sh\nexit 1\n");
-  PlanHooks hooks;
-  hooks.on_step = [&](const StepEvent& ev) { f.events.push_back({ev, {}}); };
-  hooks.on_done = [&](PlanOutcome o) {
-    ++f.done_calls;
-    f.outcome = std::move(o);
-  };
   PlanOptions o;
   o.prechecks = false;
   o.already_done = {0};
-  f.plan = std::make_unique<PlanRunner>(f.loop.get(), f.registry,
-                                        std::vector<Step>{f.step("a", "exit 1\n"), gate}, context(),
-                                        o, std::move(hooks));
-  REQUIRE(f.run_to_end());
-  REQUIRE(f.outcome);
+  run_with(f, {f.step("a", "exit 1\n"), gate}, o);
   CHECK(f.outcome->ok);
   CHECK(f.trace() == Trace{"0:skipped:0", "1:start:1", "1:ok:1"});
 }
@@ -588,25 +587,6 @@ TEST_CASE("plan: a step with precheck = false skips the pre-check stage", "[plan
   CHECK(f.outcome->ok);
   CHECK(f.trace() == Trace{"0:start:1", "0:ok:1", "1:start:1", "1:ok:1"});
 }
-
-namespace {
-
-// Runs `steps` with `o` to the end and returns the outcome; events go to f.events.
-PlanOutcome run_with(PlanFixture& f, std::vector<Step> steps, PlanOptions o) {
-  PlanHooks hooks;
-  hooks.on_step = [&f](const StepEvent& ev) { f.events.push_back({ev, {}}); };
-  hooks.on_done = [&f](PlanOutcome out) {
-    ++f.done_calls;
-    f.outcome = std::move(out);
-  };
-  f.plan = std::make_unique<PlanRunner>(f.loop.get(), f.registry, std::move(steps), context(),
-                                        std::move(o), std::move(hooks));
-  REQUIRE(f.run_to_end());
-  REQUIRE(f.outcome);
-  return *f.outcome;
-}
-
-}  // namespace
 
 TEST_CASE("plan: an observation names the drifting steps and changes nothing", "[plan]") {
   PlanFixture f;
